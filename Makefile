@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: MIT
+# Build: BPF objects -> one linked object -> one skeleton -> the tracer binary.
+OUTPUT ?= .output
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= gcc
+PKG_CONFIG ?= pkg-config
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+PREFIX ?= /usr/local
+VERSION := 0.1.0
+
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/riscv64/riscv/')
+LIBS := libbpf libelf zlib libcjson
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIBS))
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(LIBS))
+
+CFLAGS ?= -g -O2
+CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -MMD -MP
+CPPFLAGS += -I$(OUTPUT) -Ibpf -Iuserspace -DTRACER_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -I$(OUTPUT) -Ibpf -MMD -MP
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
+TRACER_SRCS := $(wildcard userspace/*.c)
+TRACER_OBJS := $(patsubst userspace/%.c,$(OUTPUT)/%.o,$(TRACER_SRCS))
+LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(TRACER_OBJS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+TARGET_SRCS := $(wildcard tests/targets/*.c)
+TARGET_BINS := $(patsubst tests/targets/%.c,$(OUTPUT)/targets/%,$(TARGET_SRCS))
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.PHONY: all clean install check unit test-bins demo
+
+all: tracer
+
+tracer: $(OUTPUT)/tracer
+	$(Q)ln -sf $(OUTPUT)/tracer tracer
+
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/targets:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/vmlinux.h: | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(OUTPUT)/vmlinux.h | $(OUTPUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/tracer.bpf.o: $(BPF_OBJS)
+	$(call msg,LINK-BPF,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
+
+$(OUTPUT)/tracer.skel.h: $(OUTPUT)/tracer.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name tracer_bpf > $@
+
+# Everything in userspace may include the skeleton; generate it first.
+$(OUTPUT)/%.o: userspace/%.c | $(OUTPUT)/tracer.skel.h $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/tracer: $(TRACER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+
+# Tests: unit binaries link the userspace objects they test; target programs are built with
+# frame pointers so that every probed function starts with `push %rbp` (a cheap, emulated site).
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $^ $(PKG_LIBS) -ldl -lm -o $@
+
+$(OUTPUT)/targets/%: tests/targets/%.c | $(OUTPUT)/targets
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fno-omit-frame-pointer -fcf-protection=none -Wall -Wextra -pthread $< -o $@
+
+-include tests/unit/fixtures.mk
+
+test-bins: tracer $(UNIT_BINS) $(TARGET_BINS) $(OUTPUT)/fixtures/stamp
+
+check: test-bins
+	$(Q)python3 tests/run.py --output $(OUTPUT)
+
+demo: tracer $(OUTPUT)/targets/pipeline
+	$(Q)scripts/demo.sh
+
+install: tracer
+	install -Dm755 $(OUTPUT)/tracer $(DESTDIR)$(PREFIX)/bin/tracer
+	install -d $(DESTDIR)$(PREFIX)/share/tracer/probes
+	install -m644 probes/*.json $(DESTDIR)$(PREFIX)/share/tracer/probes/
+
+clean:
+	$(call msg,CLEAN,)
+	$(Q)rm -rf $(OUTPUT) tracer
+
+-include $(OUTPUT)/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/tests/*.d

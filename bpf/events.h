@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* The only contract between the BPF programs and userspace: ring-buffer records and counters.
+ * Fixed-width fields only; every record starts with its type. */
+#ifndef TRACER_EVENTS_H
+#define TRACER_EVENTS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define COMM_LEN 16
+/* The kernel hijacks at most 64 nested returns per task (MAX_URETPROBE_DEPTH). */
+#define MAX_FRAMES 64
+
+enum rec_type {
+	REC_SPAN = 1,
+	REC_SWITCH,
+	REC_WAKEUP,
+	REC_TASK,
+	REC_TYPE_MAX,
+};
+
+enum span_flags {
+	SPAN_INCOMPLETE = 1, /* the return was never seen: end_ns is when that was noticed */
+};
+
+/* One completed call of a probed function. */
+struct span_rec {
+	__u32 type;
+	__u32 probe_id;
+	__u32 pid;
+	__u32 tid;
+	__u64 start_ns;
+	__u64 end_ns;
+	__u32 depth; /* frames open below this one on the thread */
+	__u32 flags;
+};
+
+struct switch_rec {
+	__u32 type;
+	__u32 cpu;
+	__u64 ts;
+	__u32 prev_pid;
+	__u32 prev_tid;
+	__u32 prev_prio;
+	__u32 prev_state; /* TASK_* bits as sched_switch reports them; 0 = runnable */
+	__u32 next_pid;
+	__u32 next_tid;
+	__u32 next_prio;
+	__u32 preempt;
+	char prev_comm[COMM_LEN];
+	char next_comm[COMM_LEN];
+};
+
+enum wakeup_kind {
+	WAKEUP_WAKING,
+	WAKEUP_WAKEUP,
+	WAKEUP_NEW,
+};
+
+struct wakeup_rec {
+	__u32 type;
+	__u32 kind; /* enum wakeup_kind */
+	__u64 ts;
+	__u32 pid;
+	__u32 tid;
+	__u32 prio;
+	__u32 target_cpu;
+	__u32 cpu; /* where the waker runs */
+	__u32 waker_pid;
+	__u32 waker_tid;
+	__u32 _pad;
+	char comm[COMM_LEN];
+	char waker_comm[COMM_LEN];
+};
+
+enum task_event {
+	TASK_NEW,    /* fork or clone: tid is the child */
+	TASK_EXIT,
+	TASK_RENAME,
+	TASK_EXEC,
+};
+
+struct task_rec {
+	__u32 type;
+	__u32 event; /* enum task_event */
+	__u64 ts;
+	__u32 pid;
+	__u32 tid;
+	__u32 parent_pid;
+	__u32 parent_tid;
+	char comm[COMM_LEN];
+};
+
+/* Per-CPU counters, read by userspace at the end. */
+enum counter {
+	CNT_LOST_SPAN,	     /* ring buffer full: span record dropped */
+	CNT_LOST_SWITCH,
+	CNT_LOST_WAKEUP,
+	CNT_LOST_TASK,
+	CNT_SPANS,	     /* spans submitted */
+	CNT_SHORT_SPANS,     /* spans under --min-dur, not submitted */
+	CNT_DEEP_FRAMES,     /* calls nested deeper than MAX_FRAMES: not recorded */
+	CNT_UNMATCHED_RETS,  /* returns with no frame (entered before attach) */
+	CNT_STALE_FRAMES,    /* frames whose return never fired (longjmp, 64-deep limit) */
+	CNT_EXIT_FRAMES,     /* frames open when their thread exited */
+	CNT_NO_STORAGE,	     /* task storage could not be allocated */
+	CNT_MAX,
+};
+
+#ifndef __cplusplus
+_Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
+_Static_assert(sizeof(struct switch_rec) == 80, "switch_rec layout");
+_Static_assert(sizeof(struct wakeup_rec) == 80, "wakeup_rec layout");
+_Static_assert(sizeof(struct task_rec) == 48, "task_rec layout");
+#endif
+
+#endif

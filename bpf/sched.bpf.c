@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* The scheduler's view of the traced threads: switches, wake-ups, and thread life (new, exit,
+ * rename, exec). Filtered by tgid in the kernel. */
+#include "tracer.bpf.h"
+
+static __always_inline void copy_comm(char *dst, const char *src)
+{
+	bpf_probe_read_kernel_str(dst, COMM_LEN, src);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
+	struct switch_rec *r;
+
+	if (!is_target(prev_pid) && !is_target(next_pid))
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(CNT_LOST_SWITCH);
+		return 0;
+	}
+	r->type = REC_SWITCH;
+	r->cpu = bpf_get_smp_processor_id();
+	r->ts = bpf_ktime_get_ns();
+	r->prev_pid = prev_pid;
+	r->prev_tid = prev->pid;
+	r->prev_prio = prev->prio;
+	r->prev_state = prev_state;
+	r->next_pid = next_pid;
+	r->next_tid = next->pid;
+	r->next_prio = next->prio;
+	r->preempt = preempt;
+	copy_comm(r->prev_comm, prev->comm);
+	copy_comm(r->next_comm, next->comm);
+	bpf_ringbuf_submit(r, submit_flags());
+	return 0;
+}
+
+static __always_inline int wakeup(struct task_struct *p, __u32 kind)
+{
+	struct task_struct *waker = bpf_get_current_task_btf();
+	__u32 pid = p->tgid;
+	struct wakeup_rec *r;
+
+	if (!is_target(pid))
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(CNT_LOST_WAKEUP);
+		return 0;
+	}
+	r->type = REC_WAKEUP;
+	r->kind = kind;
+	r->ts = bpf_ktime_get_ns();
+	r->pid = pid;
+	r->tid = p->pid;
+	r->prio = p->prio;
+	r->target_cpu = BPF_CORE_READ(p, wake_cpu);
+	r->cpu = bpf_get_smp_processor_id();
+	r->waker_pid = waker->tgid;
+	r->waker_tid = waker->pid;
+	r->_pad = 0;
+	copy_comm(r->comm, p->comm);
+	copy_comm(r->waker_comm, waker->comm);
+	bpf_ringbuf_submit(r, submit_flags());
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_waking, struct task_struct *p)
+{
+	return wakeup(p, WAKEUP_WAKING);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	return wakeup(p, WAKEUP_WAKEUP);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(on_wakeup_new, struct task_struct *p)
+{
+	return wakeup(p, WAKEUP_NEW);
+}
+
+static __always_inline void task_event(struct task_struct *t, struct task_struct *parent,
+				       __u32 event, const char *comm)
+{
+	struct task_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		count(CNT_LOST_TASK);
+		return;
+	}
+	r->type = REC_TASK;
+	r->event = event;
+	r->ts = bpf_ktime_get_ns();
+	r->pid = t->tgid;
+	r->tid = t->pid;
+	r->parent_pid = parent ? parent->tgid : 0;
+	r->parent_tid = parent ? parent->pid : 0;
+	copy_comm(r->comm, comm);
+	/* Thread life is rare and the reader wants names early: always wake it. */
+	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (is_target(parent->tgid))
+		task_event(child, parent, TASK_NEW, child->comm);
+	return 0;
+}
+
+/* Fires for every exiting thread. Calls still open on it will never return: close them. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	struct span_stack *st;
+	__u64 now;
+
+	if (!is_target(p->tgid))
+		return 0;
+	st = bpf_task_storage_get(&stacks, p, 0, 0);
+	if (st) {
+		now = bpf_ktime_get_ns();
+		for (int n = 0; n < MAX_FRAMES; n++) {
+			__u32 top = st->depth;
+
+			if (top == 0 || top > MAX_FRAMES)
+				break;
+			emit_span(st, top - 1, now, SPAN_INCOMPLETE);
+			count(CNT_EXIT_FRAMES);
+			st->depth = top - 1;
+		}
+	}
+	task_event(p, NULL, TASK_EXIT, p->comm);
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(on_rename, struct task_struct *t, const char *comm)
+{
+	if (is_target(t->tgid))
+		task_event(t, NULL, TASK_RENAME, comm);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p)
+{
+	if (is_target(p->tgid))
+		task_event(p, NULL, TASK_EXEC, p->comm);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

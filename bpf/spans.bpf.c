@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* Function spans: the uprobe pushes a frame on the thread's stack, the uretprobe pops it and
+ * submits one completed span. The BPF cookie is the probe id (userspace's probe table). */
+#include "tracer.bpf.h"
+
+const volatile __u64 min_dur_ns = 0;
+const volatile __u64 wakeup_bytes = 2 << 20;
+
+/* Closes frames the thread can no longer be inside: those at or below stack pointer sp.
+ * A longjmp, or the kernel's 64-deep return limit, leaves such frames without a return. */
+static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 now)
+{
+	for (int n = 0; n < MAX_FRAMES; n++) {
+		__u32 top = st->depth;
+
+		if (top == 0 || top > MAX_FRAMES)
+			break;
+		if (st->frames[(top - 1) & (MAX_FRAMES - 1)].sp > sp)
+			break;
+		emit_span(st, top - 1, now, SPAN_INCOMPLETE);
+		count(CNT_STALE_FRAMES);
+		st->depth = top - 1;
+	}
+}
+
+SEC("uprobe")
+int BPF_KPROBE(span_enter)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 sp = PT_REGS_SP(ctx);
+	struct span_stack *st;
+	struct frame *f;
+	__u32 d;
+
+	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		count(CNT_NO_STORAGE);
+		return 0;
+	}
+	close_stale(st, sp, now);
+	d = st->depth;
+	if (d >= MAX_FRAMES) {
+		count(CNT_DEEP_FRAMES);
+		return 0;
+	}
+	f = &st->frames[d];
+	f->start_ns = now;
+	f->sp = sp;
+	f->probe_id = bpf_get_attach_cookie(ctx);
+	st->depth = d + 1;
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(span_exit)
+{
+	__u64 now = bpf_ktime_get_ns();
+	/* After `ret` the stack pointer is 8 above where it was at entry. */
+	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
+	struct span_stack *st;
+	__u32 top;
+
+	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	if (!st) {
+		count(CNT_UNMATCHED_RETS);
+		return 0;
+	}
+	close_stale(st, entry_sp - 1, now);
+	top = st->depth;
+	if (top == 0 || top > MAX_FRAMES) {
+		count(CNT_UNMATCHED_RETS);
+		return 0;
+	}
+	top = (top - 1) & (MAX_FRAMES - 1);
+	if (st->frames[top].sp != entry_sp ||
+	    st->frames[top].probe_id != (__u32)bpf_get_attach_cookie(ctx)) {
+		count(CNT_UNMATCHED_RETS);
+		return 0;
+	}
+	emit_span(st, top, now, 0);
+	st->depth = top;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/* Maps and helpers shared by the BPF programs (BPF side only). The maps are weak so that every
+ * object that includes this header links into one set of maps. */
+#ifndef TRACER_BPF_H
+#define TRACER_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+
+#define BPF_RB_NO_WAKEUP 1
+#define BPF_RB_FORCE_WAKEUP 2
+#define BPF_RB_AVAIL_DATA 0
+
+/* Settings written by userspace before load. */
+extern const volatile __u64 min_dur_ns;
+extern const volatile __u64 wakeup_bytes;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by userspace (--buffer-size) */
+} events __weak SEC(".maps");
+
+/* Traced processes, by tgid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets __weak SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters __weak SEC(".maps");
+
+struct frame {
+	__u64 start_ns;
+	__u64 sp; /* stack pointer at entry: matches the return and finds frames it skipped */
+	__u32 probe_id;
+	__u32 _pad;
+};
+
+/* Calls in progress on one thread, innermost last. */
+struct span_stack {
+	__u32 depth;
+	__u32 _pad;
+	struct frame frames[MAX_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct span_stack);
+} stacks __weak SEC(".maps");
+
+static __always_inline void count(enum counter c)
+{
+	__u32 key = c;
+	__u64 *v = bpf_map_lookup_elem(&counters, &key);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+/* Wake the reader only when the ring is filling up: a wake-up per record costs the traced
+ * thread more than the whole span path (the reader polls on a timer otherwise). */
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									      : BPF_RB_NO_WAKEUP;
+}
+
+/* Emits the frame at index i of the stack as a span ending at end_ns. */
+static __always_inline void emit_span(struct span_stack *st, __u32 i, __u64 end_ns, __u32 flags)
+{
+	struct frame *f;
+	struct span_rec *r;
+	__u64 id;
+
+	if (i >= MAX_FRAMES)
+		return;
+	f = &st->frames[i];
+	if (!flags && end_ns - f->start_ns < min_dur_ns) {
+		count(CNT_SHORT_SPANS);
+		return;
+	}
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(CNT_LOST_SPAN);
+		return;
+	}
+	id = bpf_get_current_pid_tgid();
+	r->type = REC_SPAN;
+	r->probe_id = f->probe_id;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->start_ns = f->start_ns;
+	r->end_ns = end_ns;
+	r->depth = i;
+	r->flags = flags;
+	bpf_ringbuf_submit(r, submit_flags());
+	count(CNT_SPANS);
+}
+
+#endif

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* Attaching the span programs to the resolved sites: one uprobe_multi link per site and
+ * direction where the kernel has them (fast to attach and to detach), else one perf-event
+ * uprobe per function. */
+#ifndef TRACER_ATTACH_H
+#define TRACER_ATTACH_H
+
+#include "resolve.h"
+
+#include <stdbool.h>
+
+struct bpf_program;
+struct bpf_link;
+
+struct attachment {
+	bool multi;
+	int *link_fds; /* uprobe_multi links */
+	size_t nfds;
+	struct bpf_link **links; /* the per-probe fallback */
+	size_t nlinks;
+	size_t nprobes; /* functions attached, counted once per process */
+};
+
+/* Whether this kernel creates uprobe_multi links. Decide before loading: the programs must be
+ * loaded with the matching expected attach type. */
+bool attach__multi_supported(void);
+
+/* Attaches returns first, then entries, so that every recorded entry has its return. */
+int attach__sites(struct attachment *a, const struct attach_sites *sites,
+		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen);
+
+/* Entries first, then returns (the reverse of attaching). */
+void attach__detach(struct attachment *a);
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* What to probe: `-u CATEGORY:OBJECT:FUNCTION` specs and probe packs (probes/NAME.json). */
+#ifndef TRACER_PROBE_SPEC_H
+#define TRACER_PROBE_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum category {
+	CAT_DECODE,
+	CAT_OPERATOR,
+	CAT_QUEUE,
+	CAT_IO,
+	CAT_OTHER,
+	CAT_MAX,
+};
+
+const char *category__name(enum category cat);
+int category__parse(const char *s, enum category *cat);
+
+struct probe_spec {
+	enum category cat;
+	char *object;	/* glob over the basenames of mapped ELF files; "*" for all */
+	char *function; /* glob over symbol names */
+	char *name;	/* span name; NULL: the function's own name */
+	char *origin;	/* where the spec came from, for messages: "-u 'x'", "pack.json:12" */
+};
+
+struct probe_pack {
+	char *name;
+	char *description;
+	char *path;
+	char **when_maps; /* globs: the pack applies to a process mapping one of these */
+	size_t when_cnt;
+};
+
+struct probe_specs {
+	struct probe_spec *v;
+	size_t cnt;
+};
+
+/* Parses one `-u` spec and appends it. 0 or -EINVAL with a message in err. */
+int probe_specs__add_spec(struct probe_specs *specs, const char *text, char *err, size_t errlen);
+
+/* Parses a pack from JSON text; path is used for messages ("path:line: what"). Appends its
+ * probes to specs when specs is not NULL. 0 or -EINVAL with the message in err. */
+int probe_pack__parse(const char *text, const char *path, struct probe_pack *pack,
+		      struct probe_specs *specs, char *err, size_t errlen);
+
+/* Reads and parses a pack file. */
+int probe_pack__load(const char *path, struct probe_pack *pack, struct probe_specs *specs,
+		     char *err, size_t errlen);
+
+/* The path of the pack called name (a path, or a name looked up in the packs folder). */
+int probe_pack__find(const char *name, char *path, size_t len);
+
+/* Every pack in the packs folder, sorted by name. Returns how many or -errno. */
+int probe_pack__list(struct probe_pack **packs);
+
+void probe_pack__free(struct probe_pack *pack);
+void probe_specs__free(struct probe_specs *specs);
+
+/* The folder probe packs are read from: $TRACER_PROBES, else probes/ beside the build, else
+ * share/tracer/probes beside the installed binary. */
+const char *probe_pack__dir(void);
+
+#endif

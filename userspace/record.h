@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* `tracer record`: resolve, load, attach, run the event loop, finish the trace. */
+#ifndef TRACER_RECORD_H
+#define TRACER_RECORD_H
+
+#include "probe_spec.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct record_opts {
+	int *pids;
+	size_t npids;
+	struct probe_specs specs; /* from -u, in order */
+	char **packs;		  /* -P names or paths */
+	size_t npacks;
+	uint64_t duration_ns; /* 0: until stopped */
+	uint64_t min_dur_ns;
+	const char *output; /* NULL: tracer-COMM-PID-TIME.json */
+	bool no_sched;
+	uint32_t buffer_mb;
+	int argc;
+	char **argv;
+};
+
+/* Returns the process exit status: 0 recorded, 1 failed. */
+int record__run(struct record_opts *opts);
+
+#endif

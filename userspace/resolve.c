@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+#include "resolve.h"
+#include "elf_syms.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Symbols are read once per (dev, inode), however many targets map the object. */
+struct sym_cache {
+	struct {
+		dev_t dev;
+		ino_t ino;
+		struct elf_syms *syms; /* NULL if unreadable */
+	} *v;
+	size_t cnt;
+};
+
+static struct elf_syms *sym_cache__get(struct sym_cache *c, const struct mapped_object *o)
+{
+	struct elf_syms *syms = NULL;
+	int ret;
+
+	for (size_t i = 0; i < c->cnt; i++)
+		if (c->v[i].dev == o->dev && c->v[i].ino == o->ino)
+			return c->v[i].syms;
+	ret = elf_syms__open(o->open_path, &syms);
+	if (ret)
+		pr_debug("cannot read symbols of %s: %s", o->path, strerror(-ret));
+	c->v = xrealloc(c->v, c->cnt + 1, sizeof(*c->v));
+	c->v[c->cnt].dev = o->dev;
+	c->v[c->cnt].ino = o->ino;
+	c->v[c->cnt].syms = syms;
+	c->cnt++;
+	return syms;
+}
+
+static void sym_cache__free(struct sym_cache *c)
+{
+	for (size_t i = 0; i < c->cnt; i++)
+		elf_syms__free(c->v[i].syms);
+	free(c->v);
+}
+
+static int probe_table__add(struct probe_table *t, const struct probe_spec *spec,
+			    const struct mapped_object *o, const struct elf_sym *sym)
+{
+	struct probe *p;
+
+	for (size_t i = 0; i < t->cnt; i++)
+		if (t->v[i].dev == o->dev && t->v[i].ino == o->ino && t->v[i].offset == sym->offset)
+			return i; /* an alias, or a second spec for the same function: first wins */
+	t->v = xrealloc(t->v, t->cnt + 1, sizeof(*t->v));
+	p = &t->v[t->cnt];
+	p->cat = spec->cat;
+	p->function = xstrdup(sym->name);
+	p->name = xstrdup(spec->name ? spec->name : sym->name);
+	p->object = xstrdup(o->base);
+	p->dev = o->dev;
+	p->ino = o->ino;
+	p->offset = sym->offset;
+	return t->cnt++;
+}
+
+static void site__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
+		      uint64_t offset, uint64_t cookie)
+{
+	struct attach_site *s = NULL;
+
+	for (size_t i = 0; i < sites->cnt && !s; i++)
+		if (sites->v[i].pid == pid && sites->v[i].path == o->open_path)
+			s = &sites->v[i];
+	if (!s) {
+		sites->v = xrealloc(sites->v, sites->cnt + 1, sizeof(*sites->v));
+		s = &sites->v[sites->cnt++];
+		memset(s, 0, sizeof(*s));
+		s->pid = pid;
+		s->path = o->open_path;
+		s->object = o->base;
+	}
+	for (size_t i = 0; i < s->cnt; i++)
+		if (s->offsets[i] == offset)
+			return;
+	s->offsets = xrealloc(s->offsets, s->cnt + 1, sizeof(uint64_t));
+	s->cookies = xrealloc(s->cookies, s->cnt + 1, sizeof(uint64_t));
+	s->offsets[s->cnt] = offset;
+	s->cookies[s->cnt] = cookie;
+	s->cnt++;
+}
+
+/* The literal part of a glob, for comparing with real names. */
+static void glob_literal(const char *glob, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *glob && n + 1 < len; glob++)
+		if (!strchr("*?[]", *glob))
+			out[n++] = *glob;
+	out[n] = 0;
+}
+
+struct near {
+	const char *name[3];
+	int dist[3];
+};
+
+static void near__offer(struct near *nr, const char *want, const char *name)
+{
+	int cap = strlen(want) / 3 + 2, d = edit_distance(want, name, cap);
+
+	if (d >= cap)
+		return;
+	for (int i = 0; i < 3; i++) {
+		if (nr->name[i] && !strcmp(nr->name[i], name))
+			return;
+		if (!nr->name[i] || d < nr->dist[i]) {
+			for (int j = 2; j > i; j--) {
+				nr->name[j] = nr->name[j - 1];
+				nr->dist[j] = nr->dist[j - 1];
+			}
+			nr->name[i] = name;
+			nr->dist[i] = d;
+			return;
+		}
+	}
+}
+
+static void no_match_error(const struct probe_spec *spec, struct target *targets,
+			   size_t ntargets, struct sym_cache *cache, bool object_matched,
+			   char *err, size_t errlen)
+{
+	struct near nr;
+	char want[256];
+	size_t n;
+
+	memset(&nr, 0, sizeof(nr));
+	glob_literal(object_matched ? spec->function : spec->object, want, sizeof(want));
+	for (size_t t = 0; t < ntargets; t++) {
+		for (size_t i = 0; i < targets[t].nobjs; i++) {
+			const struct mapped_object *o = &targets[t].objs[i];
+			struct elf_syms *syms;
+
+			if (!object_matched) {
+				near__offer(&nr, want, o->base);
+				continue;
+			}
+			if (fnmatch(spec->object, o->base, 0))
+				continue;
+			syms = sym_cache__get(cache, o);
+			for (size_t k = 0; syms && k < syms->cnt; k++)
+				near__offer(&nr, want, syms->syms[k].name);
+		}
+	}
+	n = snprintf(err, errlen, "%s: no %s matches '%s'", spec->origin,
+		     object_matched ? "function" : "mapped object",
+		     object_matched ? spec->function : spec->object);
+	for (int i = 0; i < 3 && nr.name[i] && n < errlen; i++)
+		n += snprintf(err + n, errlen - n, "%s%s", i ? ", " : "; did you mean: ", nr.name[i]);
+	if (!nr.name[0] && n < errlen)
+		snprintf(err + n, errlen - n, "; list candidates with: tracer list -p %d",
+			 targets[0].pid);
+}
+
+int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
+		    struct probe_table *table, struct attach_sites *sites, char *err,
+		    size_t errlen)
+{
+	struct sym_cache cache = { 0 };
+	int ret = 0;
+
+	for (size_t s = 0; s < specs->cnt && !ret; s++) {
+		const struct probe_spec *spec = &specs->v[s];
+		bool object_matched = false, matched = false;
+
+		for (size_t t = 0; t < ntargets; t++) {
+			for (size_t i = 0; i < targets[t].nobjs; i++) {
+				const struct mapped_object *o = &targets[t].objs[i];
+				struct elf_syms *syms;
+
+				if (fnmatch(spec->object, o->base, 0))
+					continue;
+				object_matched = true;
+				syms = sym_cache__get(&cache, o);
+				for (size_t k = 0; syms && k < syms->cnt; k++) {
+					const struct elf_sym *sym = &syms->syms[k];
+					int id;
+
+					/* An IFUNC's address is its resolver's, which runs once at
+					 * load: probing it would show nothing of the calls. */
+					if (sym->ifunc || fnmatch(spec->function, sym->name, 0))
+						continue;
+					id = probe_table__add(table, spec, o, sym);
+					site__add(sites, targets[t].pid, o, sym->offset, id);
+					matched = true;
+				}
+			}
+		}
+		if (!matched) {
+			no_match_error(spec, targets, ntargets, &cache, object_matched, err, errlen);
+			ret = -ENOENT;
+		}
+	}
+	sym_cache__free(&cache);
+	return ret;
+}
+
+void probe_table__free(struct probe_table *table)
+{
+	for (size_t i = 0; i < table->cnt; i++) {
+		free(table->v[i].name);
+		free(table->v[i].function);
+		free(table->v[i].object);
+	}
+	free(table->v);
+	table->v = NULL;
+	table->cnt = 0;
+}
+
+void attach_sites__free(struct attach_sites *sites)
+{
+	for (size_t i = 0; i < sites->cnt; i++) {
+		free(sites->v[i].offsets);
+		free(sites->v[i].cookies);
+	}
+	free(sites->v);
+	sites->v = NULL;
+	sites->cnt = 0;
+}

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+#include "summary.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void summary__init(struct summary *s, const struct probe_table *probes)
+{
+	memset(s, 0, sizeof(*s));
+	s->nprobes = probes->cnt;
+	s->name_of_probe = xcalloc(probes->cnt, sizeof(uint32_t));
+	s->names = xcalloc(probes->cnt, sizeof(*s->names));
+	for (size_t i = 0; i < probes->cnt; i++) {
+		size_t k;
+
+		for (k = 0; k < s->nnames; k++)
+			if (!strcmp(s->names[k].name, probes->v[i].name))
+				break;
+		if (k == s->nnames) {
+			s->names[k].name = probes->v[i].name;
+			s->names[k].cat = probes->v[i].cat;
+			sketch__init(&s->names[k].sketch);
+			s->nnames++;
+		}
+		s->name_of_probe[i] = k;
+	}
+}
+
+void summary__span(struct summary *s, const struct span_rec *r)
+{
+	struct span_stats *st;
+	uint64_t d = r->end_ns - r->start_ns;
+
+	if (r->probe_id >= s->nprobes)
+		return;
+	st = &s->names[s->name_of_probe[r->probe_id]];
+	st->count++;
+	st->total_ns += d;
+	st->incomplete += !!(r->flags & SPAN_INCOMPLETE);
+	sketch__add(&st->sketch, d);
+}
+
+static int by_total(const void *a, const void *b)
+{
+	const struct span_stats *x = *(const struct span_stats *const *)a;
+	const struct span_stats *y = *(const struct span_stats *const *)b;
+
+	return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : 0;
+}
+
+static void print_spans(FILE *f, const struct summary *s)
+{
+	const struct span_stats **order = xcalloc(s->nnames, sizeof(*order));
+	char b[5][32];
+
+	for (size_t i = 0; i < s->nnames; i++)
+		order[i] = &s->names[i];
+	qsort(order, s->nnames, sizeof(*order), by_total);
+	fprintf(f, "%-28s %-8s %9s %9s %9s %9s %9s %9s\n", "SPAN", "CATEGORY", "COUNT", "TOTAL",
+		"MEAN", "P50", "P99", "MAX");
+	for (size_t i = 0; i < s->nnames; i++) {
+		const struct span_stats *st = order[i];
+
+		if (!st->count)
+			continue;
+		fprintf(f, "%-28.28s %-8s %9llu %9s %9s %9s %9s %9s\n", st->name,
+			category__name(st->cat), (unsigned long long)st->count,
+			fmt_duration(st->total_ns, b[0], 32),
+			fmt_duration(st->total_ns / st->count, b[1], 32),
+			fmt_duration(sketch__quantile(&st->sketch, 0.5), b[2], 32),
+			fmt_duration(sketch__quantile(&st->sketch, 0.99), b[3], 32),
+			fmt_duration(st->sketch.max, b[4], 32));
+	}
+	free(order);
+}
+
+static int by_pid_tid(const void *a, const void *b)
+{
+	const struct thread *x = *(const struct thread *const *)a;
+	const struct thread *y = *(const struct thread *const *)b;
+
+	return x->pid != y->pid ? x->pid - y->pid : x->tid - y->tid;
+}
+
+static void print_threads(FILE *f, const struct threads *ts)
+{
+	const struct thread **order = xcalloc(ts->cnt, sizeof(*order));
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < ts->cap; i++)
+		if (ts->v[i].tid)
+			order[n++] = &ts->v[i];
+	qsort(order, n, sizeof(*order), by_pid_tid);
+	fprintf(f, "\n%-16s %7s %8s %8s %8s %8s %8s %9s\n", "THREAD", "TID", "RUNNING", "RUNNABLE",
+		"SLEEPING", "BLOCKED", "IN-QUEUE", "SPANS");
+	for (size_t i = 0; i < n; i++) {
+		const struct thread *t = order[i];
+		uint64_t seen = 0;
+
+		for (int k = TS_RUNNING; k < TS_MAX; k++)
+			seen += t->state_ns[k];
+		if (!seen) {
+			fprintf(f, "%-16s %7d %8s %8s %8s %8s %8s %9llu\n", t->name, t->tid, "-", "-",
+				"-", "-", "-", (unsigned long long)t->spans);
+			continue;
+		}
+		fprintf(f, "%-16s %7d %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %9llu\n", t->name,
+			t->tid, 100.0 * t->state_ns[TS_RUNNING] / seen,
+			100.0 * t->state_ns[TS_RUNNABLE] / seen,
+			100.0 * t->state_ns[TS_SLEEPING] / seen,
+			100.0 * t->state_ns[TS_BLOCKED] / seen, 100.0 * t->queue_ns / seen,
+			(unsigned long long)t->spans);
+	}
+	free(order);
+}
+
+void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
+		    uint64_t wall_ns, const uint64_t *c)
+{
+	uint64_t lost_sched = c[CNT_LOST_SWITCH] + c[CNT_LOST_WAKEUP] + c[CNT_LOST_TASK];
+	uint64_t incomplete = c[CNT_STALE_FRAMES] + c[CNT_EXIT_FRAMES];
+	char b[32];
+
+	fprintf(f, "\nRecorded %s: %llu spans from %u threads", fmt_duration(wall_ns, b, sizeof(b)),
+		(unsigned long long)c[CNT_SPANS], threads->cnt);
+	if (c[CNT_SHORT_SPANS])
+		fprintf(f, " (%llu shorter than --min-dur not kept)",
+			(unsigned long long)c[CNT_SHORT_SPANS]);
+	fprintf(f, ".\n\n");
+	print_spans(f, s);
+	print_threads(f, threads);
+	if (c[CNT_LOST_SPAN] || lost_sched)
+		fprintf(f, "\nLOST: %llu spans and %llu scheduler events (ring buffer full: "
+			   "raise --buffer-size or --min-dur).\n",
+			(unsigned long long)c[CNT_LOST_SPAN], (unsigned long long)lost_sched);
+	if (incomplete || c[CNT_DEEP_FRAMES] || c[CNT_UNMATCHED_RETS])
+		fprintf(f, "\nIncomplete: %llu spans whose return was never seen (longjmp, deep "
+			   "recursion, thread exit); %llu calls nested too deep to record; %llu "
+			   "returns without an entry.\n",
+			(unsigned long long)incomplete, (unsigned long long)c[CNT_DEEP_FRAMES],
+			(unsigned long long)c[CNT_UNMATCHED_RETS]);
+}
+
+void summary__free(struct summary *s)
+{
+	free(s->names);
+	free(s->name_of_probe);
+	memset(s, 0, sizeof(*s));
+}

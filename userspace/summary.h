@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* What the recording says, printed when it stops: per span name, count and latency
+ * percentiles; per thread, where its time went. */
+#ifndef TRACER_SUMMARY_H
+#define TRACER_SUMMARY_H
+
+#include "events.h"
+#include "resolve.h"
+#include "sketch.h"
+#include "threads.h"
+
+#include <stdio.h>
+
+struct span_stats {
+	const char *name;
+	enum category cat;
+	uint64_t count, total_ns, incomplete;
+	struct sketch sketch;
+};
+
+struct summary {
+	struct span_stats *names; /* one per distinct span name */
+	size_t nnames;
+	uint32_t *name_of_probe; /* probe id -> index in names */
+	size_t nprobes;
+};
+
+void summary__init(struct summary *s, const struct probe_table *probes);
+void summary__span(struct summary *s, const struct span_rec *r);
+/* counters: the BPF counters summed over CPUs (CNT_MAX entries). */
+void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
+		    uint64_t wall_ns, const uint64_t *counters);
+void summary__free(struct summary *s);
+
+#endif

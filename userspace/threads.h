@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-thread state built from the scheduler records: name, current state and time spent in
+ * each state, time inside queue-category spans. */
+#ifndef TRACER_THREADS_H
+#define TRACER_THREADS_H
+
+#include "events.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum thread_state {
+	TS_UNKNOWN,
+	TS_RUNNING,
+	TS_RUNNABLE, /* preempted or woken, waiting for a CPU */
+	TS_SLEEPING,
+	TS_BLOCKED, /* uninterruptible (D), usually I/O */
+	TS_MAX,
+};
+
+struct thread {
+	int pid, tid;
+	char name[COMM_LEN];
+	bool named;  /* its thread_name event is in the trace */
+	bool exited;
+	enum thread_state state;
+	uint64_t since; /* when it entered state */
+	uint64_t first_seen, last_seen;
+	uint64_t state_ns[TS_MAX];
+	uint64_t queue_ns; /* inside queue-category spans */
+	uint64_t spans;
+};
+
+struct threads {
+	struct thread *v; /* open addressing on tid */
+	uint32_t cap, cnt;
+};
+
+void threads__init(struct threads *ts);
+void threads__free(struct threads *ts);
+/* The thread with this tid, created (state unknown, unnamed) if new. */
+struct thread *threads__get(struct threads *ts, int pid, int tid);
+/* Moves a thread to a new state at ts, adding the time spent in the previous one. */
+void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts);
+/* The other side of a switch may be any process: say which sides are traced. */
+void threads__on_switch(struct threads *ts, const struct switch_rec *r, bool prev_traced,
+			bool next_traced);
+void threads__on_wakeup(struct threads *ts, const struct wakeup_rec *r);
+/* Closes every thread's current state at end (the end of the recording). */
+void threads__finish(struct threads *ts, uint64_t end);
+/* The state /proc reports ("R", "S", "D"...) as a starting state. */
+enum thread_state thread_state__from_proc(char c);
+
+#endif

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: MIT
+#include "trace_writer.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define BUF_SIZE (1 << 20)
+#define BUF_ROOM 4096 /* the longest event line fits in this */
+/* catapult needs "# tracer:" first; the clock line puts its ftrace clock domain on the JSON
+ * events' (monotonic), which it otherwise refuses to align. Escaped for the JSON string. */
+#define SCHED_TEXT_HEADER "# tracer: nop\\n# clock_type=LINUX_CLOCK_MONOTONIC\\n"
+
+struct trace_writer;
+
+/* Where bytes go: a plain file or a gzip stream. */
+struct sink_ops {
+	int (*write)(struct trace_writer *w, const char *p, size_t len);
+	int (*close)(struct trace_writer *w);
+};
+
+struct trace_writer {
+	const struct sink_ops *ops;
+	int fd;
+	gzFile gz;
+	FILE *sched; /* ftrace text lines, copied into "systemTraceEvents" at the end */
+	uint64_t t0;
+	uint64_t events, bytes, sched_lines;
+	int err;
+	size_t len;
+	char buf[BUF_SIZE];
+};
+
+static int plain_write(struct trace_writer *w, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(w->fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int plain_close(struct trace_writer *w)
+{
+	int ret = fsync(w->fd) && errno != EINVAL ? -errno : 0;
+
+	if (close(w->fd) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+static int gz_write(struct trace_writer *w, const char *p, size_t len)
+{
+	int errnum;
+
+	if (gzwrite(w->gz, p, len) == (int)len)
+		return 0;
+	gzerror(w->gz, &errnum);
+	return errnum == Z_ERRNO && errno ? -errno : -EIO;
+}
+
+static int gz_close(struct trace_writer *w)
+{
+	int ret = gzclose(w->gz);
+
+	return ret == Z_OK ? 0 : ret == Z_ERRNO && errno ? -errno : -EIO;
+}
+
+static const struct sink_ops plain_ops = { plain_write, plain_close };
+static const struct sink_ops gz_ops = { gz_write, gz_close };
+
+static void flush(struct trace_writer *w)
+{
+	if (!w->err && w->len)
+		w->err = w->ops->write(w, w->buf, w->len);
+	w->bytes += w->len;
+	w->len = 0;
+}
+
+/* Makes room for one event line; returns where to write it. */
+static char *reserve(struct trace_writer *w)
+{
+	if (w->len > BUF_SIZE - BUF_ROOM)
+		flush(w);
+	return w->buf + w->len;
+}
+
+static void commit(struct trace_writer *w, char *end)
+{
+	w->len = end - w->buf;
+	w->events++;
+}
+
+static char *put(char *p, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static char *put_u64(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+size_t fmt_us(char *out, uint64_t ns)
+{
+	char *p = put_u64(out, ns / 1000);
+	unsigned frac = ns % 1000;
+
+	*p++ = '.';
+	*p++ = '0' + frac / 100;
+	*p++ = '0' + frac / 10 % 10;
+	*p++ = '0' + frac % 10;
+	*p = 0;
+	return p - out;
+}
+
+static char *put_us(char *p, uint64_t ns)
+{
+	return p + fmt_us(p, ns);
+}
+
+/* Length of the valid UTF-8 sequence at s (at most max bytes), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t max)
+{
+	size_t n;
+	unsigned c = s[0], min;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, min = 0x10000;
+	else
+		return 0;
+	if (n > max)
+		return 0;
+	unsigned cp = c & (0x3f >> (n - 1));
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+size_t json_escape(char *out, size_t len, const char *s, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0, i = 0;
+
+	if (!len)
+		return 0;
+	while (i < max && p[i]) {
+		unsigned c = p[i];
+		char esc[8];
+		size_t n = 0, take = 1;
+
+		if (c == '"' || c == '\\') {
+			esc[n++] = '\\';
+			esc[n++] = c;
+		} else if (c == '\n' || c == '\t' || c == '\r') {
+			esc[n++] = '\\';
+			esc[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+		} else if (c < 0x20 || c == 0x7f) {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			n = 6;
+		} else if (c < 0x80) {
+			esc[n++] = c;
+		} else {
+			take = utf8_len(p + i, strnlen(s + i, max - i));
+			if (take) {
+				memcpy(esc, p + i, take);
+				n = take;
+			} else {
+				memcpy(esc, "\xef\xbf\xbd", 3); /* U+FFFD */
+				n = 3;
+				take = 1;
+			}
+		}
+		if (o + n >= len)
+			break;
+		memcpy(out + o, esc, n);
+		o += n;
+		i += take;
+	}
+	out[o] = 0;
+	return o;
+}
+
+/* A string field's value, escaped and bounded (names from the target are untrusted). */
+static char *put_str(char *p, const char *s, size_t max)
+{
+	*p++ = '"';
+	p += json_escape(p, 6 * max + 1, s, max);
+	*p++ = '"';
+	return p;
+}
+
+int trace_writer__open(struct trace_writer **wp, const char *path, int fd, uint64_t t0_ns)
+{
+	struct trace_writer *w = calloc(1, sizeof(*w));
+	size_t l = strlen(path);
+
+	if (!w)
+		return -ENOMEM;
+	w->fd = fd;
+	w->t0 = t0_ns;
+	w->ops = &plain_ops;
+	if (l > 3 && !strcmp(path + l - 3, ".gz")) {
+		w->gz = gzdopen(fd, "wb1");
+		if (!w->gz) {
+			free(w);
+			return -ENOMEM;
+		}
+		w->ops = &gz_ops;
+	}
+	w->sched = tmpfile();
+	if (!w->sched) {
+		int ret = -errno;
+
+		w->ops->close(w);
+		free(w);
+		return ret;
+	}
+	w->len = snprintf(w->buf, BUF_SIZE, "{\"traceEvents\":[\n");
+	*wp = w;
+	return 0;
+}
+
+void trace_writer__process_name(struct trace_writer *w, int pid, const char *name)
+{
+	char *p = reserve(w);
+
+	p = put(p, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+	p = put_u64(p, pid);
+	p = put(p, ",\"tid\":");
+	p = put_u64(p, pid);
+	p = put(p, ",\"args\":{\"name\":");
+	p = put_str(p, name, 256);
+	commit(w, put(p, "}},\n"));
+}
+
+void trace_writer__thread_name(struct trace_writer *w, int pid, int tid, const char *name)
+{
+	char *p = reserve(w);
+
+	p = put(p, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+	p = put_u64(p, pid);
+	p = put(p, ",\"tid\":");
+	p = put_u64(p, tid);
+	p = put(p, ",\"args\":{\"name\":");
+	p = put_str(p, name, COMM_LEN);
+	commit(w, put(p, "}},\n"));
+}
+
+static uint64_t rel(const struct trace_writer *w, uint64_t ns)
+{
+	return ns > w->t0 ? ns - w->t0 : 0;
+}
+
+void trace_writer__span(struct trace_writer *w, const struct span_rec *r, const char *name,
+			const char *cat)
+{
+	char *p = reserve(w);
+
+	p = put(p, "{\"ph\":\"X\",\"name\":");
+	p = put_str(p, name, 256);
+	p = put(p, ",\"cat\":\"");
+	p = put(p, cat);
+	p = put(p, "\",\"ts\":");
+	p = put_us(p, rel(w, r->start_ns));
+	p = put(p, ",\"dur\":");
+	p = put_us(p, r->end_ns - r->start_ns);
+	p = put(p, ",\"pid\":");
+	p = put_u64(p, r->pid);
+	p = put(p, ",\"tid\":");
+	p = put_u64(p, r->tid);
+	if (r->flags & SPAN_INCOMPLETE)
+		p = put(p, ",\"args\":{\"incomplete\":true}");
+	commit(w, put(p, "},\n"));
+}
+
+void trace_writer__instant(struct trace_writer *w, int pid, int tid, uint64_t ts_ns,
+			   const char *name)
+{
+	char *p = reserve(w);
+
+	p = put(p, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
+	p = put_str(p, name, 256);
+	p = put(p, ",\"ts\":");
+	p = put_us(p, rel(w, ts_ns));
+	p = put(p, ",\"pid\":");
+	p = put_u64(p, pid);
+	p = put(p, ",\"tid\":");
+	p = put_u64(p, tid);
+	commit(w, put(p, "},\n"));
+}
+
+/* ftrace's text format, in the form both importers' line parsers accept (Perfetto's
+ * systrace_line_tokenizer and catapult's ftrace_importer with tgid): "comm-tid (tgid) [cpu] flags
+ * secs: event: payload". A comm keeps the kernel's text; characters that would break those
+ * parsers (white space, brackets, control bytes) become '_'. */
+static void ftrace_comm(char out[COMM_LEN], const char *comm)
+{
+	int i;
+
+	for (i = 0; i < COMM_LEN - 1 && comm[i]; i++) {
+		unsigned char c = comm[i];
+
+		out[i] = c <= ' ' || c == 0x7f || c == '[' || c == ']' ? '_' : c;
+	}
+	if (!i)
+		out[i++] = '?';
+	out[i] = 0;
+}
+
+static void ftrace_tgid(char out[16], uint32_t tgid)
+{
+	if (tgid)
+		snprintf(out, 16, "%7u", tgid);
+	else
+		snprintf(out, 16, "  -----");
+}
+
+/* Nanoseconds: Perfetto reads any number of decimals, catapult too. */
+static void ftrace_ts(char out[32], uint64_t rel_ns)
+{
+	snprintf(out, 32, "%llu.%09llu", (unsigned long long)(rel_ns / 1000000000),
+		 (unsigned long long)(rel_ns % 1000000000));
+}
+
+/* The letters both importers know. sched_switch passes the raw __state: a preempted task is
+ * runnable whatever it says, and TASK_NOLOAD marks an idle wait rather than a blocked one. */
+const char *ftrace_prev_state(uint32_t state, bool preempt)
+{
+	if (preempt)
+		return "R+";
+	if (!state)
+		return "R";
+	if (state & 0x400 /* TASK_NOLOAD */)
+		return "S";
+	if (state & 1)
+		return "S";
+	if (state & 2)
+		return "D";
+	if (state & 4)
+		return "T";
+	if (state & 8)
+		return "t";
+	if (state & 0x20)
+		return "Z";
+	if (state & (0x10 | 0x80))
+		return "X";
+	return "S";
+}
+
+void trace_writer__switch(struct trace_writer *w, const struct switch_rec *r)
+{
+	char prev[COMM_LEN], next[COMM_LEN], ts[32], tgid[16];
+
+	ftrace_comm(prev, r->prev_comm);
+	ftrace_comm(next, r->next_comm);
+	ftrace_tgid(tgid, r->prev_pid);
+	ftrace_ts(ts, rel(w, r->ts));
+	fprintf(w->sched,
+		"%16s-%-7u (%s) [%03u] d..2 %s: sched_switch: prev_comm=%s prev_pid=%u "
+		"prev_prio=%u prev_state=%s ==> next_comm=%s next_pid=%u next_prio=%u\n",
+		prev, r->prev_tid, tgid, r->cpu, ts, prev, r->prev_tid, r->prev_prio,
+		ftrace_prev_state(r->prev_state, r->preempt), next, r->next_tid, r->next_prio);
+	w->sched_lines++;
+}
+
+/* Perfetto reads sched_waking, catapult sched_wakeup (with success=): both are written. */
+void trace_writer__wakeup(struct trace_writer *w, const struct wakeup_rec *r)
+{
+	static const char *const kinds[] = { "sched_waking", "sched_wakeup", "sched_wakeup_new" };
+	char comm[COMM_LEN], waker[COMM_LEN], ts[32], tgid[16];
+
+	ftrace_comm(comm, r->comm);
+	ftrace_comm(waker, r->waker_comm);
+	ftrace_tgid(tgid, r->waker_pid);
+	ftrace_ts(ts, rel(w, r->ts));
+	fprintf(w->sched,
+		"%16s-%-7u (%s) [%03u] d..2 %s: %s: comm=%s pid=%u prio=%u%s target_cpu=%03u\n",
+		waker, r->waker_tid, tgid, r->cpu, ts, kinds[r->kind % 3], comm, r->tid, r->prio,
+		r->kind == WAKEUP_WAKING ? "" : " success=1", r->target_cpu);
+	w->sched_lines++;
+}
+
+uint64_t trace_writer__events(const struct trace_writer *w)
+{
+	return w->events + w->sched_lines;
+}
+
+uint64_t trace_writer__bytes(const struct trace_writer *w)
+{
+	return w->bytes + w->len + (w->sched ? (uint64_t)ftell(w->sched) : 0);
+}
+
+int trace_writer__error(const struct trace_writer *w)
+{
+	return w->err;
+}
+
+/* Copies the ftrace text into the JSON string, escaped, in bounded chunks. */
+static void write_sched_text(struct trace_writer *w)
+{
+	char in[8192];
+	size_t n;
+
+	if (fflush(w->sched) || fseek(w->sched, 0, SEEK_SET)) {
+		w->err = w->err ? w->err : -EIO;
+		return;
+	}
+	flush(w);
+	w->len = snprintf(w->buf, BUF_SIZE, "\"%s", SCHED_TEXT_HEADER);
+	while ((n = fread(in, 1, sizeof(in) - 1, w->sched)) > 0) {
+		in[n] = 0;
+		reserve(w);
+		if (w->len + 6 * n + 16 > BUF_SIZE)
+			flush(w);
+		w->len += json_escape(w->buf + w->len, BUF_SIZE - w->len, in, n);
+	}
+	w->buf[w->len++] = '"';
+}
+
+int trace_writer__close(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
+			const char *metadata_json)
+{
+	char *p = reserve(w);
+	int ret;
+
+	/* The last event has no comma after it. */
+	p = put(p, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording stopped\",\"pid\":0,\"tid\":0,"
+		   "\"ts\":");
+	p = put_us(p, rel(w, end_ns));
+	p = put(p, ",\"args\":{\"reason\":");
+	p = put_str(p, stop_reason, 128);
+	commit(w, put(p, "}}\n],\n\"systemTraceEvents\":"));
+	write_sched_text(w);
+	flush(w);
+	reserve(w);
+	w->len = snprintf(w->buf, 16, ",\n\"metadata\":");
+	flush(w);
+	if (!w->err)
+		w->err = w->ops->write(w, metadata_json, strlen(metadata_json));
+	w->len = snprintf(w->buf, 16, "}\n");
+	flush(w);
+	ret = w->ops->close(w);
+	if (!w->err)
+		w->err = ret;
+	ret = w->err;
+	fclose(w->sched);
+	free(w);
+	return ret;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* The Chrome Trace Event JSON writer (see shared/trace-format.md): one event per line inside
+ * "traceEvents"; scheduler events as ftrace text in "systemTraceEvents", which both Perfetto and
+ * catapult turn into native thread states and CPU tracks; a "metadata" object last. Output is a
+ * plain file or gzip (".gz"). */
+#ifndef TRACER_TRACE_WRITER_H
+#define TRACER_TRACE_WRITER_H
+
+#include "events.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct trace_writer;
+
+/* t0_ns: CLOCK_MONOTONIC time of the trace's zero; every ts is relative to it. */
+int trace_writer__open(struct trace_writer **w, const char *path, int fd, uint64_t t0_ns);
+
+void trace_writer__process_name(struct trace_writer *w, int pid, const char *name);
+void trace_writer__thread_name(struct trace_writer *w, int pid, int tid, const char *name);
+/* One complete slice ("X"). */
+void trace_writer__span(struct trace_writer *w, const struct span_rec *r, const char *name,
+			const char *cat);
+/* A thread-scoped instant ("i"), e.g. where data was lost. */
+void trace_writer__instant(struct trace_writer *w, int pid, int tid, uint64_t ts_ns,
+			   const char *name);
+void trace_writer__switch(struct trace_writer *w, const struct switch_rec *r);
+void trace_writer__wakeup(struct trace_writer *w, const struct wakeup_rec *r);
+
+/* Events written so far, and bytes of output. */
+uint64_t trace_writer__events(const struct trace_writer *w);
+uint64_t trace_writer__bytes(const struct trace_writer *w);
+/* 0, or the -errno of the first failed write: from then on nothing more is written. */
+int trace_writer__error(const struct trace_writer *w);
+
+/* Ends "traceEvents" with a global "recording stopped" instant at end_ns, appends the
+ * scheduler text and metadata_json (a JSON object), closes the file. Returns 0 or -errno. */
+int trace_writer__close(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
+			const char *metadata_json);
+
+/* Escapes s (at most max bytes) as the inside of a JSON string: quotes, backslashes, control
+ * characters; bytes that are not valid UTF-8 become U+FFFD. Writes at most len-1 bytes plus NUL
+ * and returns the length written. */
+size_t json_escape(char *out, size_t len, const char *s, size_t max);
+
+/* The sched_switch prev_state letter(s) for a raw task state. */
+const char *ftrace_prev_state(uint32_t state, bool preempt);
+
+/* Formats ns as microseconds with exactly three decimals ("1234.567"). Returns the length. */
+size_t fmt_us(char *out, uint64_t ns);
+
+#endif

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+#include "util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum verbosity verbosity = VERB_NORMAL;
+
+static void vsay(const char *prefix, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "tracer: %s", prefix);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void pr_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay("", fmt, ap);
+	va_end(ap);
+}
+
+void pr_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void pr_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (verbosity < VERB_NORMAL)
+		return;
+	va_start(ap, fmt);
+	vsay("", fmt, ap);
+	va_end(ap);
+}
+
+void pr_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (verbosity < VERB_DEBUG)
+		return;
+	va_start(ap, fmt);
+	vsay("", fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t realtime_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+int parse_duration(const char *s, uint64_t default_unit_ns, uint64_t *ns)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ns;
+	} units[] = { { "ns", 1 },	    { "us", 1000 },	   { "ms", 1000000 },
+		      { "s", 1000000000 }, { "m", 60000000000 }, { "", 0 } };
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0 || !isfinite(v))
+		return -EINVAL;
+	for (int i = 0; i < (int)(sizeof(units) / sizeof(units[0])); i++) {
+		uint64_t unit = units[i].ns ? units[i].ns : default_unit_ns;
+
+		if (strcmp(end, units[i].suffix))
+			continue;
+		if (v * unit > 1e18)
+			return -ERANGE;
+		*ns = (uint64_t)(v * unit + 0.5);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+const char *fmt_duration(uint64_t ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.3gus", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.3gms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.4gs", ns / 1e9);
+	return buf;
+}
+
+int edit_distance(const char *a, const char *b, int cap)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int row[256], best;
+
+	if (lb >= sizeof(row) / sizeof(row[0]) || la >= 256)
+		return cap;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		int diag = row[0];
+
+		row[0] = i;
+		best = row[0];
+		for (size_t j = 1; j <= lb; j++) {
+			int up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < v)
+				v = up + 1;
+			if (row[j - 1] + 1 < v)
+				v = row[j - 1] + 1;
+			diag = up;
+			row[j] = v;
+			if (v < best)
+				best = v;
+		}
+		if (best >= cap)
+			return cap;
+	}
+	return row[lb] < cap ? row[lb] : cap;
+}
+
+static void *oom(void *p)
+{
+	if (!p) {
+		fputs("tracer: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	return oom(strdup(s));
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	return oom(calloc(n ? n : 1, size ? size : 1));
+}
+
+void *xrealloc(void *p, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return oom(NULL);
+	return oom(realloc(p, n && size ? n * size : 1));
+}

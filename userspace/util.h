@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* Messages, time and number parsing, small string helpers. */
+#ifndef TRACER_UTIL_H
+#define TRACER_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum verbosity { VERB_QUIET, VERB_NORMAL, VERB_DEBUG };
+extern enum verbosity verbosity;
+
+/* Every error is one line on stderr: "tracer: what is wrong; what to do". */
+void pr_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pr_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+uint64_t now_ns(void); /* CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads */
+uint64_t realtime_ns(void);
+
+/* "1.5s", "20ms", "50us", "300ns"; a bare number is in default_unit_ns. 0 or -EINVAL. */
+int parse_duration(const char *s, uint64_t default_unit_ns, uint64_t *ns);
+/* A whole number in [min, max]. 0 or -EINVAL / -ERANGE. */
+int parse_long(const char *s, long min, long max, long *out);
+
+/* Formats a duration with a unit that keeps 3-4 significant digits: "12.3ms". */
+const char *fmt_duration(uint64_t ns, char *buf, size_t len);
+
+/* Levenshtein distance, capped at cap (returns cap when larger). */
+int edit_distance(const char *a, const char *b, int cap);
+
+char *xstrdup(const char *s); /* aborts on out-of-memory: nothing sensible is left to do */
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n, size_t size);
+
+#endif
