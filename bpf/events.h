@@ -92,6 +92,12 @@ struct task_rec {
 	char comm[COMM_LEN];
 };
 
+enum record_phase {
+	PHASE_ATTACHING,
+	PHASE_RECORDING,
+	PHASE_DETACHING,
+};
+
 /* Per-CPU counters, read by userspace at the end. */
 enum counter {
 	CNT_LOST_SPAN,	     /* ring buffer full: span record dropped */
@@ -101,7 +107,7 @@ enum counter {
 	CNT_SPANS,	     /* spans submitted */
 	CNT_SHORT_SPANS,     /* spans under --min-dur, not submitted */
 	CNT_DEEP_FRAMES,     /* calls nested deeper than MAX_FRAMES: not recorded */
-	CNT_UNMATCHED_RETS,  /* returns with no frame (entered before attach) */
+	CNT_UNMATCHED_RETS,  /* returns with no frame while recording */
 	CNT_STALE_FRAMES,    /* frames whose return never fired (longjmp, 64-deep limit) */
 	CNT_EXIT_FRAMES,     /* frames open when their thread exited */
 	CNT_NO_STORAGE,	     /* task storage could not be allocated */

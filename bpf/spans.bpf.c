@@ -6,6 +6,11 @@
 const volatile __u64 min_dur_ns = 0;
 const volatile __u64 wakeup_bytes = 2 << 20;
 
+/* Written by userspace while the probes are live (enum record_phase): while attaching, a return
+ * may come from a call entered before its entry probe was attached; while detaching, entries are
+ * no longer pushed, so that every frame pushed still meets its return. */
+volatile __u32 phase = PHASE_ATTACHING;
+
 /* Closes frames the thread can no longer be inside: those at or below stack pointer sp.
  * A longjmp, or the kernel's 64-deep return limit, leaves such frames without a return. */
 static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 now)
@@ -32,6 +37,8 @@ int BPF_KPROBE(span_enter)
 	struct frame *f;
 	__u32 d;
 
+	if (phase == PHASE_DETACHING)
+		return 0;
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
@@ -62,24 +69,22 @@ int BPF_KRETPROBE(span_exit)
 	__u32 top;
 
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
-	if (!st) {
-		count(CNT_UNMATCHED_RETS);
-		return 0;
-	}
+	if (!st)
+		goto unmatched;
 	close_stale(st, entry_sp - 1, now);
 	top = st->depth;
-	if (top == 0 || top > MAX_FRAMES) {
-		count(CNT_UNMATCHED_RETS);
-		return 0;
-	}
+	if (top == 0 || top > MAX_FRAMES)
+		goto unmatched;
 	top = (top - 1) & (MAX_FRAMES - 1);
 	if (st->frames[top].sp != entry_sp ||
-	    st->frames[top].probe_id != (__u32)bpf_get_attach_cookie(ctx)) {
-		count(CNT_UNMATCHED_RETS);
-		return 0;
-	}
+	    st->frames[top].probe_id != (__u32)bpf_get_attach_cookie(ctx))
+		goto unmatched;
 	emit_span(st, top, now, 0);
 	st->depth = top;
+	return 0;
+unmatched:
+	if (phase == PHASE_RECORDING)
+		count(CNT_UNMATCHED_RETS);
 	return 0;
 }
 

@@ -35,17 +35,27 @@ static void libelf_init(void)
 	libelf_ok = elf_version(EV_CURRENT) != EV_NONE;
 }
 
-static int load_segs(Elf *elf, const GElf_Ehdr *eh, struct builder *b)
+/* libelf clamps phnum to the headers the file holds, and reports a section header table cut by
+ * the end of the file as no sections: both mean a truncated file, which must not pass for one
+ * without symbols. */
+static int check_tables(Elf *elf, const GElf_Ehdr *eh)
 {
-	size_t phnum, shnum, i;
-	GElf_Phdr ph;
+	size_t phnum, shnum;
 
-	/* libelf clamps phnum to the headers the file holds (so calloc below is bounded) and
-	 * reports a section header table cut by the end of the file as no sections: both are
-	 * a truncated file, which must not pass for one without symbols. */
 	if (elf_getphdrnum(elf, &phnum) || (eh->e_phnum != PN_XNUM && phnum < eh->e_phnum))
 		return -ENOEXEC;
 	if (elf_getshdrnum(elf, &shnum) || (eh->e_shoff && !shnum))
+		return -ENOEXEC;
+	return 0;
+}
+
+static int load_segs(Elf *elf, struct builder *b)
+{
+	size_t phnum, i;
+	GElf_Phdr ph;
+
+	/* bounded by the file size (see check_tables) */
+	if (elf_getphdrnum(elf, &phnum))
 		return -ENOEXEC;
 	if (!phnum)
 		return 0;
@@ -273,7 +283,10 @@ int elf_syms__open_fd(int fd, struct elf_syms **out)
 		goto out;
 	b.res->pie = eh.e_type == ET_DYN;
 
-	err = load_segs(elf, &eh, &b);
+	err = check_tables(elf, &eh);
+	if (err)
+		goto out;
+	err = load_segs(elf, &b);
 	if (err)
 		goto out;
 	err = scan_sections(elf, &b);

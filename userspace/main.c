@@ -58,7 +58,7 @@ static int parse_pids(struct record_opts *o, const char *arg)
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		long pid;
 
-		if (parse_long(tok, 1, 0x3fffffff, &pid)) {
+		if (parse_long(tok, 1, 4194304 /* PID_MAX_LIMIT */, &pid)) {
 			ret = -1;
 			break;
 		}

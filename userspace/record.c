@@ -464,6 +464,7 @@ static int finish(struct recording *r)
 	char *meta;
 	int err;
 
+	r->skel->bss->phase = PHASE_DETACHING;
 	attach__detach(&r->attachment);
 	r->end = now_ns();
 	ring_buffer__consume(r->rb);
@@ -556,6 +557,7 @@ int record__run(struct record_opts *opts)
 	}
 	if (err)
 		goto out_abort;
+	r.skel->bss->phase = PHASE_RECORDING;
 	pr_info("recording %zu functions in %zu process%s (%s); Ctrl-C to stop",
 		r.attachment.nprobes, r.ntargets, r.ntargets == 1 ? "" : "es",
 		r.attachment.multi ? "uprobe_multi" : "uprobe per function");

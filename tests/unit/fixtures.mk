@@ -17,18 +17,18 @@ UNIT_FIXTURES := \
 	$(UNIT_FIXTURES_OUT)/fix_go_note \
 	$(UNIT_FIXTURES_OUT)/fix_go_buildinfo
 
+UNIT_FIXTURES_LIB_SRC := $(addprefix $(UNIT_FIXTURES_SRC)/,libfix.c libfix.map magic.h)
+
 $(UNIT_FIXTURES_OUT)/stamp: $(UNIT_FIXTURES)
 	touch $@
 
-$(UNIT_FIXTURES_OUT)/libfix.so: $(UNIT_FIXTURES_SRC)/libfix.c $(UNIT_FIXTURES_SRC)/libfix.map \
-				$(UNIT_FIXTURES_SRC)/magic.h
+$(UNIT_FIXTURES_OUT)/libfix.so: $(UNIT_FIXTURES_LIB_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(UNIT_FIXTURES_CFLAGS) -fPIC -shared \
 		-Wl,--version-script=$(UNIT_FIXTURES_SRC)/libfix.map -o $@ $<
 
 # Linked at a non-zero base, so that file offsets differ from addresses as in a non-PIE binary.
-$(UNIT_FIXTURES_OUT)/libfix-based.so: $(UNIT_FIXTURES_SRC)/libfix.c $(UNIT_FIXTURES_SRC)/libfix.map \
-				      $(UNIT_FIXTURES_SRC)/magic.h
+$(UNIT_FIXTURES_OUT)/libfix-based.so: $(UNIT_FIXTURES_LIB_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(UNIT_FIXTURES_CFLAGS) -fPIC -shared -Wl,-Ttext-segment=0x10000000 \
 		-Wl,--version-script=$(UNIT_FIXTURES_SRC)/libfix.map -o $@ $<

@@ -177,8 +177,8 @@ static void check_offsets(const char *path, const struct elf_syms *s)
 		if (!offset_by_phdrs(elf, s->syms[i].addr, &a) ||
 		    !offset_by_sections(elf, s->syms[i].addr, &b) || a != s->syms[i].offset ||
 		    b != s->syms[i].offset) {
-			fprintf(stderr, "  %s: %s: offset %#llx, phdrs %#llx, sections %#llx\n", path,
-				s->syms[i].name, (unsigned long long)s->syms[i].offset,
+			fprintf(stderr, "  %s: %s: offset %#llx, phdrs %#llx, sections %#llx\n",
+				path, s->syms[i].name, (unsigned long long)s->syms[i].offset,
 				(unsigned long long)a, (unsigned long long)b);
 			bad++;
 		}
@@ -655,188 +655,221 @@ static size_t find_shdr(unsigned char *buf, const char *name)
 	return 0;
 }
 
-static void test_corrupt(void)
-{
-	static const uint64_t bad64[] = { 1, 0xfff, 0x7fffffff, 0xffffffff, 0xfffffffffff,
-					  UINT64_MAX - 8, UINT64_MAX };
-	unsigned char *buf = NULL;
-	struct elf_syms *s;
-	Elf64_Ehdr *eh;
-	Elf64_Phdr *ph;
-	size_t i, j, k, symtab, dynsym, dynstr, strtab, text, shstrtab;
+/* A pristine copy of libfix.so, a scratch copy to break, and the sections of interest. */
+struct corrupt {
 	struct blob f;
-	int fd, rc;
+	unsigned char *buf;
+	Elf64_Ehdr *eh;
+	int fd;
+	size_t symtab, dynsym, strtab, dynstr, text, shstrtab;
+};
 
-	CHECK(slurp(fix("libfix.so"), &f) == 0);
-	fd = memfd_with(NULL, 0);
-	CHECK(fd >= 0);
-	if (!f.p || fd < 0)
-		goto out;
-	buf = malloc(f.len);
-	CHECK(buf);
-	if (!buf)
-		goto out;
-#define RESET() (memcpy(buf, f.p, f.len), eh = (Elf64_Ehdr *)buf)
-	RESET();
-	CHECK(eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff + eh->e_shnum * 64ull <= f.len);
-	symtab = find_shdr(buf, ".symtab");
-	dynsym = find_shdr(buf, ".dynsym");
-	strtab = find_shdr(buf, ".strtab");
-	dynstr = find_shdr(buf, ".dynstr");
-	text = find_shdr(buf, ".text");
-	shstrtab = eh->e_shstrndx;
-	CHECK(symtab && dynsym && strtab && dynstr && text);
-	if (!symtab || !dynsym || !strtab || !dynstr || !text)
-		goto out;
+static const uint64_t bad64[] = { 1, 0xfff, 0x7fffffff, 0xffffffff, 0xfffffffffff,
+				  UINT64_MAX - 8, UINT64_MAX };
 
-	/* e_shstrndx names sections only: symbols are still read */
-	{
-		const uint16_t idx[] = { 0, (uint16_t)symtab, (uint16_t)text, eh->e_shnum,
-					 SHN_LORESERVE, SHN_XINDEX };
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-		for (i = 0; i < sizeof(idx) / sizeof(idx[0]); i++) {
-			RESET();
-			eh->e_shstrndx = idx[i];
-			rc = try_buf("e_shstrndx", fd, buf, f.len, &s);
-			CHECK(rc == 0 && s && count_name(s, "foo", NULL) == 2);
-			elf_syms__free(s);
-		}
-	}
+static Elf64_Ehdr *reset(struct corrupt *c)
+{
+	memcpy(c->buf, c->f.p, c->f.len);
+	return c->eh = (Elf64_Ehdr *)c->buf;
+}
 
-	/* a symbol table whose sh_link is not a string table is malformed */
-	{
-		const size_t tabs[] = { symtab, dynsym };
-		const uint32_t links[] = { 0, (uint32_t)text, eh->e_shnum, 0xffff, 0x10000,
-					   UINT32_MAX };
+static Elf64_Shdr *sec(struct corrupt *c, size_t i)
+{
+	return shdr_at(c->buf, i);
+}
 
-		for (i = 0; i < 2; i++) {
-			for (j = 0; j < sizeof(links) / sizeof(links[0]); j++) {
-				RESET();
-				shdr_at(buf, tabs[i])->sh_link = links[j];
-				CHECK(try_buf("sh_link", fd, buf, f.len, NULL) == -ENOEXEC);
-			}
-			RESET();
-			shdr_at(buf, tabs[i])->sh_link = tabs[i];
-			CHECK(try_buf("sh_link self", fd, buf, f.len, NULL) == -ENOEXEC);
-			/* a string table, the wrong one: names are garbage but in bounds */
-			RESET();
-			shdr_at(buf, tabs[i])->sh_link = shstrtab;
-			try_buf("sh_link shstrtab", fd, buf, f.len, NULL);
-		}
-	}
+static Elf64_Phdr *seg(struct corrupt *c, size_t i)
+{
+	return (Elf64_Phdr *)(c->buf + c->eh->e_phoff) + i;
+}
 
-	/* section sizes, offsets and entry sizes */
-	{
-		const size_t secs[] = { symtab, dynsym, strtab, dynstr, shstrtab, 0 };
+static int attempt(struct corrupt *c, const char *what, struct elf_syms **keep)
+{
+	return try_buf(what, c->fd, c->buf, c->f.len, keep);
+}
 
-		for (i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
-			for (j = 0; j < sizeof(bad64) / sizeof(bad64[0]); j++) {
-				RESET();
-				shdr_at(buf, secs[i])->sh_size = bad64[j];
-				try_buf("sh_size", fd, buf, f.len, NULL);
-				RESET();
-				shdr_at(buf, secs[i])->sh_offset = bad64[j];
-				try_buf("sh_offset", fd, buf, f.len, NULL);
-				RESET();
-				shdr_at(buf, secs[i])->sh_entsize = bad64[j];
-				try_buf("sh_entsize", fd, buf, f.len, NULL);
-				RESET();
-				shdr_at(buf, secs[i])->sh_offset = f.len - (bad64[j] & 0xff);
-				try_buf("sh_offset at the end", fd, buf, f.len, NULL);
-			}
-			RESET();
-			shdr_at(buf, secs[i])->sh_size = 0;
-			try_buf("sh_size 0", fd, buf, f.len, NULL);
-			RESET();
-			shdr_at(buf, secs[i])->sh_entsize = 0;
-			try_buf("sh_entsize 0", fd, buf, f.len, NULL);
-			for (k = 0; k < 3; k++) {
-				RESET();
-				shdr_at(buf, secs[i])->sh_type = (uint32_t[]){ SHT_NOBITS, SHT_SYMTAB,
-									       SHT_STRTAB }[k];
-				try_buf("sh_type", fd, buf, f.len, NULL);
-			}
-		}
-		/* string tables whose last string is not terminated */
-		for (i = 0; i < 2; i++) {
-			RESET();
-			memset(buf + shdr_at(buf, i ? dynstr : strtab)->sh_offset, 'A',
-			       shdr_at(buf, i ? dynstr : strtab)->sh_size);
-			try_buf("unterminated strings", fd, buf, f.len, NULL);
-		}
-	}
+/* e_shstrndx names sections only: symbols are still read */
+static void corrupt_shstrndx(struct corrupt *c)
+{
+	const uint16_t idx[] = { 0, (uint16_t)c->symtab, (uint16_t)c->text, c->eh->e_shnum,
+				 SHN_LORESERVE, SHN_XINDEX };
+	struct elf_syms *s;
+	size_t i;
 
-	/* the ELF header */
-	for (j = 0; j < sizeof(bad64) / sizeof(bad64[0]); j++) {
-		RESET();
-		eh->e_phoff = bad64[j];
-		try_buf("e_phoff", fd, buf, f.len, NULL);
-		RESET();
-		eh->e_shoff = bad64[j];
-		try_buf("e_shoff", fd, buf, f.len, NULL);
-		RESET();
-		eh->e_phnum = (uint16_t)bad64[j];
-		try_buf("e_phnum", fd, buf, f.len, NULL);
-		RESET();
-		eh->e_shnum = (uint16_t)bad64[j];
-		try_buf("e_shnum", fd, buf, f.len, NULL);
-		RESET();
-		eh->e_phentsize = (uint16_t)bad64[j];
-		try_buf("e_phentsize", fd, buf, f.len, NULL);
-		RESET();
-		eh->e_shentsize = (uint16_t)bad64[j];
-		try_buf("e_shentsize", fd, buf, f.len, NULL);
-		/* extended numbering through section 0 */
-		RESET();
-		eh->e_shnum = 0;
-		shdr_at(buf, 0)->sh_size = bad64[j];
-		try_buf("extended shnum", fd, buf, f.len, NULL);
-		RESET();
-		eh->e_phnum = PN_XNUM;
-		shdr_at(buf, 0)->sh_info = (uint32_t)bad64[j];
-		try_buf("extended phnum", fd, buf, f.len, NULL);
-		RESET();
-		eh->e_shstrndx = SHN_XINDEX;
-		shdr_at(buf, 0)->sh_link = (uint32_t)bad64[j];
-		try_buf("extended shstrndx", fd, buf, f.len, &s);
-		CHECK(s && count_name(s, "foo", NULL) == 2);
+	for (i = 0; i < ARRAY_SIZE(idx); i++) {
+		reset(c)->e_shstrndx = idx[i];
+		CHECK(attempt(c, "e_shstrndx", &s) == 0 && s && count_name(s, "foo", NULL) == 2);
 		elf_syms__free(s);
 	}
-	for (i = EI_CLASS; i <= EI_VERSION; i++) {
-		RESET();
-		buf[i] = 0x7f;
-		try_buf("e_ident", fd, buf, f.len, NULL);
+	for (i = 0; i < ARRAY_SIZE(bad64); i++) {
+		reset(c)->e_shstrndx = SHN_XINDEX;
+		sec(c, 0)->sh_link = (uint32_t)bad64[i];
+		CHECK(attempt(c, "extended e_shstrndx", &s) == 0 && s &&
+		      count_name(s, "foo", NULL) == 2);
+		elf_syms__free(s);
 	}
+}
 
-	/* program headers: no executable segment, no symbols; absurd ones, no crash */
-	RESET();
-	for (i = 0; i < eh->e_phnum; i++)
-		((Elf64_Phdr *)(buf + eh->e_phoff))[i].p_flags &= ~PF_X;
-	rc = try_buf("no PF_X", fd, buf, f.len, &s);
-	CHECK(rc == 0 && s && s->cnt == 0 && !elf_syms__find(s, "foo"));
-	elf_syms__free(s);
-	for (i = 0; i < eh->e_phnum; i++) {
-		for (j = 0; j < sizeof(bad64) / sizeof(bad64[0]); j++) {
-			RESET();
-			ph = (Elf64_Phdr *)(buf + eh->e_phoff) + i;
-			ph->p_vaddr = bad64[j];
-			try_buf("p_vaddr", fd, buf, f.len, NULL);
-			RESET();
-			ph = (Elf64_Phdr *)(buf + eh->e_phoff) + i;
-			ph->p_filesz = ph->p_memsz = bad64[j];
-			try_buf("p_filesz", fd, buf, f.len, NULL);
-			RESET();
-			ph = (Elf64_Phdr *)(buf + eh->e_phoff) + i;
-			ph->p_offset = bad64[j];
-			try_buf("p_offset", fd, buf, f.len, NULL);
+/* a symbol table whose sh_link is not a string table is malformed */
+static void corrupt_sh_link(struct corrupt *c)
+{
+	const size_t tabs[] = { c->symtab, c->dynsym };
+	const uint32_t links[] = { 0, (uint32_t)c->text, (uint32_t)c->symtab, (uint32_t)c->dynsym,
+				   c->eh->e_shnum, 0xffff, 0x10000, UINT32_MAX };
+	size_t i, j;
+
+	for (i = 0; i < ARRAY_SIZE(tabs); i++) {
+		for (j = 0; j < ARRAY_SIZE(links); j++) {
+			reset(c);
+			sec(c, tabs[i])->sh_link = links[j];
+			CHECK(attempt(c, "sh_link", NULL) == -ENOEXEC);
+		}
+		/* a string table, the wrong one: names are garbage but in bounds */
+		reset(c);
+		sec(c, tabs[i])->sh_link = c->shstrtab;
+		attempt(c, "sh_link to .shstrtab", NULL);
+	}
+}
+
+/* sizes, offsets, entry sizes and types of the tables read */
+static void corrupt_sections(struct corrupt *c)
+{
+	const size_t secs[] = { c->symtab, c->dynsym, c->strtab, c->dynstr, c->shstrtab, 0 };
+	const uint32_t types[] = { SHT_NOBITS, SHT_SYMTAB, SHT_DYNSYM, SHT_STRTAB, SHT_NULL };
+	size_t i, j;
+
+	for (i = 0; i < ARRAY_SIZE(secs); i++) {
+		for (j = 0; j < ARRAY_SIZE(bad64); j++) {
+			reset(c);
+			sec(c, secs[i])->sh_size = bad64[j];
+			attempt(c, "sh_size", NULL);
+			reset(c);
+			sec(c, secs[i])->sh_offset = bad64[j];
+			attempt(c, "sh_offset", NULL);
+			reset(c);
+			sec(c, secs[i])->sh_entsize = bad64[j];
+			attempt(c, "sh_entsize", NULL);
+			reset(c);
+			sec(c, secs[i])->sh_offset = c->f.len - (bad64[j] & 0xff);
+			attempt(c, "sh_offset near the end", NULL);
+		}
+		reset(c);
+		sec(c, secs[i])->sh_size = 0;
+		attempt(c, "sh_size 0", NULL);
+		reset(c);
+		sec(c, secs[i])->sh_entsize = 0;
+		attempt(c, "sh_entsize 0", NULL);
+		for (j = 0; j < ARRAY_SIZE(types); j++) {
+			reset(c);
+			sec(c, secs[i])->sh_type = types[j];
+			attempt(c, "sh_type", NULL);
 		}
 	}
-#undef RESET
+	/* string tables whose last string is not terminated */
+	for (i = 0; i < 2; i++) {
+		Elf64_Shdr *sh;
+
+		reset(c);
+		sh = sec(c, i ? c->dynstr : c->strtab);
+		memset(c->buf + sh->sh_offset, 'A', sh->sh_size);
+		attempt(c, "unterminated strings", NULL);
+	}
+}
+
+static void corrupt_ehdr(struct corrupt *c)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bad64); i++) {
+		reset(c)->e_phoff = bad64[i];
+		attempt(c, "e_phoff", NULL);
+		reset(c)->e_shoff = bad64[i];
+		attempt(c, "e_shoff", NULL);
+		reset(c)->e_phnum = (uint16_t)bad64[i];
+		attempt(c, "e_phnum", NULL);
+		reset(c)->e_shnum = (uint16_t)bad64[i];
+		attempt(c, "e_shnum", NULL);
+		reset(c)->e_phentsize = (uint16_t)bad64[i];
+		attempt(c, "e_phentsize", NULL);
+		reset(c)->e_shentsize = (uint16_t)bad64[i];
+		attempt(c, "e_shentsize", NULL);
+		/* extended numbering, through section 0 */
+		reset(c)->e_shnum = 0;
+		sec(c, 0)->sh_size = bad64[i];
+		attempt(c, "extended e_shnum", NULL);
+		reset(c)->e_phnum = PN_XNUM;
+		sec(c, 0)->sh_info = (uint32_t)bad64[i];
+		attempt(c, "extended e_phnum", NULL);
+	}
+	for (i = EI_CLASS; i <= EI_VERSION; i++) {
+		reset(c);
+		c->buf[i] = 0x7f;
+		attempt(c, "e_ident", NULL);
+	}
+}
+
+/* no executable segment: no symbols; absurd segments: no crash */
+static void corrupt_phdrs(struct corrupt *c)
+{
+	struct elf_syms *s;
+	size_t i, j;
+
+	reset(c);
+	for (i = 0; i < c->eh->e_phnum; i++)
+		seg(c, i)->p_flags &= ~PF_X;
+	CHECK(attempt(c, "no PF_X", &s) == 0 && s && s->cnt == 0);
+	elf_syms__free(s);
+	for (i = 0; i < reset(c)->e_phnum; i++) {
+		for (j = 0; j < ARRAY_SIZE(bad64); j++) {
+			reset(c);
+			seg(c, i)->p_vaddr = bad64[j];
+			attempt(c, "p_vaddr", NULL);
+			reset(c);
+			seg(c, i)->p_filesz = seg(c, i)->p_memsz = bad64[j];
+			attempt(c, "p_filesz", NULL);
+			reset(c);
+			seg(c, i)->p_offset = bad64[j];
+			attempt(c, "p_offset", NULL);
+		}
+	}
+}
+
+static void test_corrupt(void)
+{
+	struct corrupt c = { .fd = -1 };
+
+	CHECK(slurp(fix("libfix.so"), &c.f) == 0);
+	c.fd = memfd_with(NULL, 0);
+	c.buf = c.f.p ? malloc(c.f.len) : NULL;
+	CHECK(c.fd >= 0 && c.buf);
+	if (c.fd < 0 || !c.buf)
+		goto out;
+	reset(&c);
+	/* the edits below assume a well-formed 64-bit fixture */
+	CHECK(c.eh->e_ident[EI_CLASS] == ELFCLASS64 && c.eh->e_ident[EI_DATA] == ELFDATA2LSB &&
+	      c.eh->e_shoff + c.eh->e_shnum * sizeof(Elf64_Shdr) <= c.f.len);
+	c.symtab = find_shdr(c.buf, ".symtab");
+	c.dynsym = find_shdr(c.buf, ".dynsym");
+	c.strtab = find_shdr(c.buf, ".strtab");
+	c.dynstr = find_shdr(c.buf, ".dynstr");
+	c.text = find_shdr(c.buf, ".text");
+	c.shstrtab = c.eh->e_shstrndx;
+	CHECK(c.symtab && c.dynsym && c.strtab && c.dynstr && c.text);
+	if (!c.symtab || !c.dynsym || !c.strtab || !c.dynstr || !c.text)
+		goto out;
+
+	corrupt_shstrndx(&c);
+	corrupt_sh_link(&c);
+	corrupt_sections(&c);
+	corrupt_ehdr(&c);
+	corrupt_phdrs(&c);
 out:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	free(f.p);
+	if (c.fd >= 0)
+		close(c.fd);
+	free(c.buf);
+	free(c.f.p);
 }
 
 static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The main job on the bundled sample pipeline: start it, attach tracer, record a few seconds,
+# write the trace and print the summary. Run as root (sudo make demo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${OUTPUT:-.output}
+trace=${TRACE:-pipeline-trace.json}
+seconds=${SECONDS_TO_RECORD:-3}
+
+"$out/targets/pipeline" --forever --bottleneck decode > /dev/null &
+pid=$!
+trap 'kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+sleep 0.5
+echo "sample pipeline running as pid $pid; tracing it for $seconds s"
+./tracer -p "$pid" -d "$seconds" -o "$trace"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything tracer needs to build and test on Debian/Ubuntu. Idempotent: when every
+# package is present it only checks, which takes well under a second.
+set -euo pipefail
+
+packages=(
+	make gcc clang llvm pkg-config bpftool	# build: BPF programs, skeleton
+	libbpf-dev libelf-dev zlib1g-dev libcjson-dev	# libraries tracer links against
+	python3 ffmpeg util-linux			# tests: runner, a real pipeline, setpriv
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+echo "installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,254 @@
+"""Helpers for integration tests: start target programs, run tracer, read traces, and check them
+against the rules of shared/trace-format.md and against the targets' ground truth."""
+import collections
+import gzip
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import time
+
+ROOT = OUTPUT = TRACER = None
+_procs = []
+
+
+class Skip(Exception):
+    pass
+
+
+def configure(root, output):
+    global ROOT, OUTPUT, TRACER
+    ROOT, OUTPUT = root, output
+    TRACER = os.path.join(output, "tracer")
+
+
+def target(name):
+    return os.path.join(OUTPUT, "targets", name)
+
+
+def cleanup():
+    """Kill whatever a test left running."""
+    while _procs:
+        p = _procs.pop()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def start_pipeline(*args, log=None):
+    """Starts the sample pipeline waiting for SIGUSR1; returns (Popen, pid)."""
+    cmd = [target("pipeline"), "--wait-signal"] + list(args)
+    if log:
+        cmd += ["--log", log]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", f"pipeline did not start: {line}"
+    return p, int(line[1])
+
+
+def start_tracer(*args):
+    """Starts tracer and waits until it says it is recording."""
+    p = subprocess.Popen([TRACER] + [str(a) for a in args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    _procs.append(p)
+    p.stderr_lines = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([p.stderr], [], [], 0.5)
+        if r:
+            line = p.stderr.readline()
+            if not line:
+                break
+            p.stderr_lines.append(line)
+            if "recording" in line:
+                return p
+        elif p.poll() is not None:
+            break
+    out, err = p.communicate(timeout=30)
+    raise AssertionError(f"tracer did not start recording: {''.join(p.stderr_lines)}{err}")
+
+
+def finish_tracer(p, timeout=60):
+    """Waits for tracer; returns (exit status, stderr text)."""
+    _, err = p.communicate(timeout=timeout)
+    return p.returncode, "".join(p.stderr_lines) + err
+
+
+def run_tracer(*args, timeout=60):
+    p = subprocess.run([TRACER] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=timeout)
+    return p.returncode, p.stderr
+
+
+def load_trace(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        text = f.read()
+    return json.loads(text), text
+
+
+def read_ground_truth(path):
+    """The pipeline's log: {'pid', 'threads': {tid: name}, 'calls': [(tid, func, start, end, op)]}"""
+    gt = {"threads": {}, "calls": []}
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if not w:
+                continue
+            if w[0] == "#":
+                if w[1] == "pid":
+                    gt["pid"] = int(w[2])
+                elif w[1] == "thread":
+                    gt["threads"][int(w[2])] = w[3]
+                continue
+            gt["calls"].append((int(w[0]), w[1], int(w[2]), int(w[3]), w[4] if len(w) > 4 else None))
+    return gt
+
+
+def us_to_ns(text):
+    """ts/dur strings with three decimals -> integer ns, without float rounding."""
+    whole, _, frac = text.partition(".")
+    return int(whole) * 1000 + int((frac + "000")[:3])
+
+
+X_RE = re.compile(r'"ts":(\d+(?:\.\d+)?),"dur":(\d+(?:\.\d+)?)')
+FTRACE_RE = re.compile(
+    r"^\s*(\S.*)-(\d+)\s+\(\s*(\d+|-----)\)\s\[(\d{3})\]\s[dX.][Nnp.][Hhs.][0-9a-f.]\s+"
+    r"(\d+\.\d{9}): (sched_switch|sched_waking|sched_wakeup|sched_wakeup_new): (.*)$")
+SWITCH_RE = re.compile(
+    r"prev_comm=(\S+) prev_pid=(\d+) prev_prio=(\d+) prev_state=(R\+|[RSDTtXZ]) ==> "
+    r"next_comm=(\S+) next_pid=(\d+) next_prio=(\d+)$")
+
+
+def spans(trace):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+
+
+def check_format(trace, text):
+    """Every rule of shared/trace-format.md that applies to what tracer writes. Returns a list
+    of violations (empty when the trace is right)."""
+    bad = []
+    if not (text.lstrip().startswith('{"') or text.lstrip().startswith('[{"')):
+        bad.append("file does not start with {\" or [{\"")
+    if "displayTimeUnit" in trace and trace["displayTimeUnit"] not in ("ms", "ns"):
+        bad.append("displayTimeUnit must be ms or ns")
+    events = trace.get("traceEvents")
+    if not isinstance(events, list) or not events:
+        return bad + ["no traceEvents"]
+    # one event per line inside traceEvents
+    body = text[text.index("[") + 1:text.index("\n],\n")]
+    for line in body.strip().split("\n"):
+        try:
+            json.loads(line.rstrip(","))
+        except ValueError:
+            bad.append(f"traceEvents line is not one JSON object: {line[:80]}")
+            break
+    # exact ns: three decimals on every ts/dur of X events
+    for m in X_RE.finditer(text):
+        for v in m.groups():
+            if "." not in v or len(v.split(".")[1]) != 3:
+                bad.append(f"ts/dur without exactly three decimals: {v}")
+                break
+    names = {}
+    by_thread = collections.defaultdict(list)
+    for e in events:
+        ph = e.get("ph")
+        if ph == "X":
+            for k in ("name", "cat", "ts", "dur", "pid", "tid"):
+                if k not in e:
+                    bad.append(f"X event without {k}: {e}")
+            if e.get("dur", 0) < 0:
+                bad.append(f"negative dur: {e}")
+            by_thread[(e["pid"], e["tid"])].append(e)
+        elif ph == "M":
+            if e["name"] in ("process_name", "thread_name") and not isinstance(e.get("args", {}).get("name"), str):
+                bad.append(f"M event without args.name: {e}")
+            if e["name"] == "thread_name":
+                names[(e["pid"], e["tid"])] = e["args"]["name"]
+        elif ph not in ("i", "C", "s", "t", "f", "b", "e"):
+            bad.append(f"unexpected phase {ph}")
+    # perfect nesting per (pid, tid), in integer ns
+    for key, evs in by_thread.items():
+        ivs = sorted(((round(e["ts"] * 1000), round(e["ts"] * 1000) + round(e["dur"] * 1000), e["name"])
+                      for e in evs), key=lambda x: (x[0], -x[1]))
+        stack = []
+        for s, t, n in ivs:
+            while stack and s >= stack[-1][1]:
+                stack.pop()
+            if stack and t > stack[-1][1]:
+                bad.append(f"overlap on {key}: {n} [{s},{t}] vs {stack[-1][2]} [{stack[-1][0]},{stack[-1][1]}]")
+                break
+            stack.append((s, t, n))
+        if key not in names:
+            bad.append(f"thread {key} has spans but no thread_name")
+    sched = trace.get("systemTraceEvents")
+    if sched is not None:
+        lines = sched.split("\n")
+        if not sched.startswith("# tracer: nop\n") or not sched.endswith("\n"):
+            bad.append("systemTraceEvents must start with '# tracer: nop' and end with a newline")
+        for line in lines:
+            if not line or line.startswith("#"):
+                continue
+            m = FTRACE_RE.match(line)
+            if not m:
+                bad.append(f"ftrace line neither importer accepts: {line}")
+                break
+            if m.group(6) == "sched_switch" and not SWITCH_RE.search(m.group(7)):
+                bad.append(f"sched_switch payload malformed: {line}")
+                break
+            if m.group(6) == "sched_wakeup" and "success=1" not in m.group(7):
+                bad.append(f"sched_wakeup without success= (catapult needs it): {line}")
+                break
+    if not isinstance(trace.get("metadata"), dict):
+        bad.append("no metadata object")
+    return bad
+
+
+def sched_lines(trace):
+    """Parsed sched_switch lines: dicts with prev/next tids and states."""
+    out = []
+    for line in trace.get("systemTraceEvents", "").split("\n"):
+        m = FTRACE_RE.match(line)
+        if m and m.group(6) == "sched_switch":
+            s = SWITCH_RE.search(m.group(7))
+            out.append({"ts": float(m.group(5)), "prev": int(s.group(2)), "state": s.group(4),
+                        "next": int(s.group(6))})
+    return out
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def wait_exit(p, timeout=60):
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out, err
+
+
+def sigusr1(pid):
+    os.kill(pid, signal.SIGUSR1)
+
+
+def our_bpf_programs():
+    """Names of loaded BPF programs that are tracer's (bpftool prog list)."""
+    p = subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True, text=True)
+    progs = json.loads(p.stdout or "[]")
+    mine = {"span_enter", "span_exit", "on_switch", "on_waking", "on_wakeup", "on_wakeup_ne",
+            "on_wakeup_new", "on_fork", "on_exit", "on_rename", "on_exec"}
+    return [pr["name"] for pr in progs if pr.get("name") in mine]
+
+
+def wait_probes_gone(timeout=5):
+    """tracer's programs are freed shortly after it exits (the kernel defers it past an RCU
+    grace period); they must all be gone within the timeout."""
+    deadline = time.monotonic() + timeout
+    while our_bpf_programs() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return our_bpf_programs() == []

@@ -1,0 +1,66 @@
+"""Bad input: one clear line on stderr and the right exit status (2 usage, 1 runtime)."""
+import os
+import subprocess
+
+from lib import run_tracer, sigusr1, start_pipeline, wait_exit, wait_probes_gone
+
+
+def one_line(err):
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1, f"want one line, got: {err!r}"
+    assert lines[0].startswith("tracer: "), lines[0]
+    return lines[0]
+
+
+def test_usage_errors(tmp):
+    cases = [
+        ([], "no target"),
+        (["-p"], "needs a value"),
+        (["-p", "abc"], "bad pid"),
+        (["-p", "1", "--bogus"], "unknown option"),
+        (["-p", "1", "-u", "decode:libx.so"], "CATEGORY:OBJECT:FUNCTION"),
+        (["-p", "1", "-u", "decoder:libx.so:f"], "unknown category 'decoder'"),
+        (["-p", "1", "-d", "soon"], "bad duration"),
+        (["-p", "1", "--min-dur", "5 parsecs"], "bad --min-dur"),
+        (["-p", "1", "--buffer-size", "3"], "power of two"),
+    ]
+    for args, want in cases:
+        rc, err = run_tracer(*args)
+        assert rc == 2, (args, rc, err)
+        assert want in one_line(err), (args, err)
+
+
+def test_runtime_errors(tmp):
+    pl, pid = start_pipeline("--frames", "1")
+    bad_pack = os.path.join(tmp, "bad.json")
+    with open(bad_pack, "w") as f:
+        f.write('{\n  "name": "bad",\n  "probes": [\n    { "function": "x", "category": "decode" },\n'
+                '    { "function": "y", "category": "decod" }\n  ]\n}\n')
+    cases = [
+        (["-p", "999999999"], 2, "bad pid"),
+        (["-p", "4000000"], 1, "no process with pid 4000000"),
+        (["-p", "2"], 1, "kernel thread"),
+        (["-p", str(os.getpid()), "-p", str(os.getpid())], 1, "given twice"),
+        (["-p", pid, "-u", "decode:pipeline:decode_frme"], 1, "did you mean: decode_frame"),
+        (["-p", pid, "-u", "decode:pipelin:decode_frame"], 1, "did you mean: pipeline"),
+        (["-p", pid, "-P", "nosuchpack"], 1, "no probe pack 'nosuchpack'"),
+        (["-p", pid, "-P", bad_pack], 1, f"{bad_pack}:5: unknown category \"decod\""),
+        (["-p", pid, "-P", "pipeline", "-o", "/nonexistent/dir/t.json"], 1, "cannot write"),
+    ]
+    for args, status, want in cases:
+        rc, err = run_tracer(*map(str, args))
+        assert rc == status, (args, rc, err)
+        assert want in one_line(err), (args, err)
+    assert wait_probes_gone()
+    sigusr1(pid)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0
+
+
+def test_needs_root(tmp):
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+                            os.path.abspath(__file__)))), "tracer"), "-p", "1"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1, p
+    assert "need root" in one_line(p.stderr)

@@ -1,0 +1,172 @@
+"""Recording the sample pipeline: every span against the pipeline's own ground-truth log."""
+import collections
+import os
+import signal
+import statistics
+import time
+
+from lib import (alive, check_format, finish_tracer, load_trace, wait_probes_gone,
+                 read_ground_truth, sched_lines, sigusr1, spans, start_pipeline, start_tracer,
+                 wait_exit)
+
+FUNCS = {"read_packet", "decode_frame", "run_operator", "op_resize", "op_normalize", "op_infer",
+         "queue_push", "queue_pop", "write_frame"}
+
+
+def record_pipeline(tmp, *pipeline_args, tracer_args=()):
+    log = os.path.join(tmp, "gt.log")
+    out = os.path.join(tmp, "trace.json")
+    pl, pid = start_pipeline(*pipeline_args, log=log)
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out, *tracer_args)
+    sigusr1(pid)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0, f"pipeline failed: {rc}"
+    trc, err = finish_tracer(tr)
+    assert trc == 0, f"tracer exit {trc}: {err}"
+    trace, text = load_trace(out)
+    return trace, text, read_ground_truth(log), err, pid
+
+
+def test_spans_match_ground_truth(tmp):
+    trace, text, gt, err, pid = record_pipeline(tmp, "--frames", "60")
+    assert check_format(trace, text) == []
+    assert trace["metadata"]["stop_reason"] == "target exited"
+    # the pack names queue_pop "Wait on Input Queue"; map span names back to functions
+    name_to_func = {p["name"]: p["function"] for p in trace["metadata"]["probes"]}
+    got = collections.defaultdict(list)
+    for e in spans(trace):
+        assert e["pid"] == pid
+        assert not e.get("args", {}).get("incomplete"), e
+        got[(e["tid"], name_to_func[e["name"]])].append(e)
+    want = collections.defaultdict(list)
+    for tid, func, start, end, _ in gt["calls"]:
+        want[(tid, func)].append((start, end))
+    assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in want.items()}
+    assert {k[1] for k in want} == FUNCS
+    # durations and start times against the pipeline's own clock readings
+    t0 = trace["metadata"]["t0_monotonic_ns"]
+    dur_err, start_err = [], []
+    for key, calls in want.items():
+        evs = sorted(got[key], key=lambda e: e["ts"])
+        for (start, end), e in zip(sorted(calls), evs):
+            ts = t0 + round(e["ts"] * 1000)
+            dur = round(e["dur"] * 1000)
+            assert ts <= start and ts + dur >= end, (key, start, end, ts, dur)
+            dur_err.append(dur - (end - start))
+            start_err.append(start - ts)
+    # the span includes the probe traps and the function's prologue: a few microseconds
+    assert statistics.median(dur_err) < 5000, statistics.median(dur_err)
+    assert statistics.median(start_err) < 5000, statistics.median(start_err)
+    # thread names as the threads set them
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    for tid, name in gt["threads"].items():
+        assert names.get(tid) == name, (tid, names.get(tid), name)
+    # the scheduler's view of every thread that ran
+    switched = {s["prev"] for s in sched_lines(trace)} | {s["next"] for s in sched_lines(trace)}
+    for tid in gt["threads"]:
+        assert tid in switched, f"no scheduler events for {gt['threads'][tid]}"
+    # summary printed: per span name and per thread
+    assert "Wait on Input Queue" in err and "decode_frame" in err and "decode-0" in err
+
+
+def test_summary_counts_and_states(tmp):
+    trace, _, gt, err, _ = record_pipeline(tmp, "--frames", "40", "--bottleneck", "decode")
+    counts = trace["metadata"]["counts"]
+    assert counts["spans"] == len(gt["calls"])
+    assert counts["lost_spans"] == 0 and counts["unmatched_returns"] == 0
+    lines = err.splitlines()
+    row = next(l for l in lines if l.startswith("decode_frame"))
+    assert row.split()[2] == "40", row
+    # decoders spin: mostly running or runnable; the writer mostly waits in its queue
+    dec = next(l for l in lines if l.startswith("decode-0")).split()
+    assert float(dec[2].rstrip("%")) + float(dec[3].rstrip("%")) > 50, dec
+    wr = next(l for l in lines if l.startswith("writer")).split()
+    assert float(wr[6].rstrip("%")) > 50, wr
+
+
+def test_stop_after_duration_target_survives(tmp):
+    out = os.path.join(tmp, "d.json")
+    pl, pid = start_pipeline("--forever", "--bottleneck", "none")
+    sigusr1(pid)
+    start = time.monotonic()
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-d", "1.5", "-o", out)
+    rc, err = finish_tracer(tr, timeout=30)
+    assert rc == 0, err
+    assert time.monotonic() - start < 15
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    assert trace["metadata"]["stop_reason"] == "duration elapsed"
+    assert 1.4e9 < trace["metadata"]["duration_ns"] < 5e9
+    assert len(spans(trace)) > 100
+    # probes gone, target unharmed: it runs on and shuts down cleanly
+    assert wait_probes_gone()
+    time.sleep(0.3)
+    assert alive(pid)
+    pl.send_signal(signal.SIGINT)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0
+
+
+def stop_with(tmp, sig, reason):
+    out = os.path.join(tmp, "s.json")
+    # long decodes: calls are in flight when the signal arrives
+    pl, pid = start_pipeline("--forever", "--decode-us", "300000", "--decoders", "1")
+    sigusr1(pid)
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out)
+    time.sleep(1.2)
+    tr.send_signal(sig)
+    rc, err = finish_tracer(tr, timeout=30)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    assert trace["metadata"]["stop_reason"] == reason
+    incomplete = [e for e in spans(trace) if e.get("args", {}).get("incomplete")]
+    assert any(e["name"] == "decode_frame" for e in incomplete), incomplete
+    end = trace["metadata"]["duration_ns"] / 1000
+    for e in incomplete:
+        assert abs(e["ts"] + e["dur"] - end) < 1000, e
+    assert wait_probes_gone()
+    assert alive(pid)
+    pl.send_signal(signal.SIGTERM)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0
+
+
+def test_stop_on_sigint_closes_open_spans(tmp):
+    stop_with(tmp, signal.SIGINT, "SIGINT")
+
+
+def test_stop_on_sigterm_closes_open_spans(tmp):
+    stop_with(tmp, signal.SIGTERM, "SIGTERM")
+
+
+def test_min_dur_filters_in_kernel(tmp):
+    trace, _, gt, _, _ = record_pipeline(tmp, "--frames", "30", tracer_args=("--min-dur", "1ms"))
+    durs = [e["dur"] for e in spans(trace)]
+    assert durs and min(durs) >= 1000
+    counts = trace["metadata"]["counts"]
+    assert counts["spans"] + counts["spans_under_min_dur"] == len(gt["calls"])
+    assert counts["spans_under_min_dur"] > 0
+
+
+def test_gzip_output(tmp):
+    out = os.path.join(tmp, "t.json.gz")
+    pl, pid = start_pipeline("--frames", "20")
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out)
+    sigusr1(pid)
+    wait_exit(pl)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    with open(out, "rb") as f:
+        assert f.read(2) == b"\x1f\x8b"
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    assert len(spans(trace)) == trace["metadata"]["counts"]["spans"] > 0
+
+
+def test_no_sched(tmp):
+    trace, text, gt, _, _ = record_pipeline(tmp, "--frames", "10", tracer_args=("--no-sched",))
+    assert check_format(trace, text) == []
+    assert sched_lines(trace) == []
+    assert len(spans(trace)) == len(gt["calls"])

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Runs every test: the unit-test binaries (.output/tests/test_*) and the integration tests
+(tests/integration/test_*.py, functions named test_*). Prints one line per test and closes with
+'N passed, N failed[, N skipped]'. Integration tests attach real BPF programs and need root;
+without root they are skipped with a message (CI runs as root and skips nothing)."""
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_unit(output, only):
+    results = []
+    tests_dir = os.path.join(output, "tests")
+    fixtures = os.path.join(output, "fixtures")
+    for name in sorted(os.listdir(tests_dir)) if os.path.isdir(tests_dir) else []:
+        path = os.path.join(tests_dir, name)
+        if not name.startswith("test_") or name.endswith(".d") or not os.access(path, os.X_OK):
+            continue
+        if only and not any(o in name for o in only):
+            continue
+        p = subprocess.run([path, fixtures], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600)
+        seen = 0
+        for line in p.stdout.splitlines():
+            if line.startswith("ok "):
+                results.append(("pass", f"{name}:{line[3:]}", ""))
+                seen += 1
+            elif line.startswith("not ok "):
+                results.append(("fail", f"{name}:{line[7:]}", p.stderr.strip()))
+                seen += 1
+        if p.returncode != 0 and (not seen or all(r[0] == "pass" for r in results[-seen:])):
+            results.append(("fail", name, f"exit status {p.returncode}\n{p.stderr.strip()}"))
+        for r in results[len(results) - seen:]:
+            report(r)
+    return results
+
+
+def report(r):
+    status, name, detail = r
+    print(f"{status.upper():4} {name}", flush=True)
+    if status == "fail" and detail:
+        for line in detail.splitlines()[-30:]:
+            print(f"     {line}", flush=True)
+
+
+def run_integration(output, only):
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    import lib
+    lib.configure(ROOT, output)
+    results = []
+    folder = os.path.join(ROOT, "tests", "integration")
+    for fname in sorted(os.listdir(folder)):
+        if not (fname.startswith("test_") and fname.endswith(".py")):
+            continue
+        spec = importlib.util.spec_from_file_location(fname[:-3], os.path.join(folder, fname))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        tests = [(n, f) for n, f in vars(mod).items() if n.startswith("test_") and callable(f)]
+        tests.sort(key=lambda t: t[1].__code__.co_firstlineno)
+        for n, f in tests:
+            name = f"{fname[:-3]}:{n}"
+            if only and not any(o in name for o in only):
+                continue
+            if os.geteuid() != 0:
+                r = ("skip", name, "needs root (uprobes need CAP_SYS_ADMIN): run as root")
+            else:
+                start = time.monotonic()
+                with tempfile.TemporaryDirectory(prefix="tracer-test-") as tmp:
+                    try:
+                        f(tmp)
+                        r = ("pass", name, "")
+                    except lib.Skip as e:
+                        r = ("skip", name, str(e))
+                    except Exception:
+                        r = ("fail", name, traceback.format_exc())
+                    finally:
+                        lib.cleanup()
+                name += f" ({time.monotonic() - start:.1f}s)"
+                r = (r[0], name, r[2])
+            report(r)
+            if r[0] == "skip":
+                print(f"     {r[2]}")
+            results.append(r)
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--output", default=".output")
+    ap.add_argument("--unit-only", action="store_true")
+    ap.add_argument("only", nargs="*", help="run only tests whose name contains one of these")
+    args = ap.parse_args()
+    output = os.path.abspath(os.path.join(ROOT, args.output))
+    results = run_unit(output, args.only)
+    if not args.unit_only:
+        results += run_integration(output, args.only)
+    n = {s: sum(1 for r in results if r[0] == s) for s in ("pass", "fail", "skip")}
+    line = f"{n['pass']} passed, {n['fail']} failed"
+    if n["skip"]:
+        line += f", {n['skip']} skipped"
+    print(line)
+    sys.exit(1 if n["fail"] or not results else 0)
+
+
+if __name__ == "__main__":
+    main()
