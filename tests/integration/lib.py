@@ -49,10 +49,11 @@ def start_pipeline(*args, log=None):
     return p, int(line[1])
 
 
-def start_tracer(*args):
+def start_tracer(*args, env=None):
     """Starts tracer and waits until it says it is recording."""
     p = subprocess.Popen([TRACER] + [str(a) for a in args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **env) if env else None)
     _procs.append(p)
     p.stderr_lines = []
     deadline = time.monotonic() + 30

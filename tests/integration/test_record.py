@@ -13,11 +13,11 @@ FUNCS = {"read_packet", "decode_frame", "run_operator", "op_resize", "op_normali
          "queue_push", "queue_pop", "write_frame"}
 
 
-def record_pipeline(tmp, *pipeline_args, tracer_args=()):
+def record_pipeline(tmp, *pipeline_args, tracer_args=(), env=None):
     log = os.path.join(tmp, "gt.log")
     out = os.path.join(tmp, "trace.json")
     pl, pid = start_pipeline(*pipeline_args, log=log)
-    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out, *tracer_args)
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out, *tracer_args, env=env)
     sigusr1(pid)
     rc, _, _ = wait_exit(pl)
     assert rc == 0, f"pipeline failed: {rc}"
@@ -27,9 +27,10 @@ def record_pipeline(tmp, *pipeline_args, tracer_args=()):
     return trace, text, read_ground_truth(log), err, pid
 
 
-def test_spans_match_ground_truth(tmp):
-    trace, text, gt, err, pid = record_pipeline(tmp, "--frames", "60")
+def test_spans_match_ground_truth(tmp, env=None, attach="uprobe_multi"):
+    trace, text, gt, err, pid = record_pipeline(tmp, "--frames", "60", env=env)
     assert check_format(trace, text) == []
+    assert trace["metadata"]["attach"] == attach
     assert trace["metadata"]["stop_reason"] == "target exited"
     # the pack names queue_pop "Wait on Input Queue"; map span names back to functions
     name_to_func = {p["name"]: p["function"] for p in trace["metadata"]["probes"]}
@@ -68,6 +69,11 @@ def test_spans_match_ground_truth(tmp):
         assert tid in switched, f"no scheduler events for {gt['threads'][tid]}"
     # summary printed: per span name and per thread
     assert "Wait on Input Queue" in err and "decode_frame" in err and "decode-0" in err
+
+
+def test_spans_match_ground_truth_perf_uprobes(tmp):
+    """The fallback for kernels without uprobe_multi: one perf-event uprobe per function."""
+    test_spans_match_ground_truth(tmp, env={"TRACER_NO_UPROBE_MULTI": "1"}, attach="uprobe")
 
 
 def test_summary_counts_and_states(tmp):

@@ -3,7 +3,9 @@
  * tests/unit/fixtures.mk builds. Offsets are checked three independent ways: against the bytes
  * of the loaded object (dlopen, or the fixture executable printing its own code), against the
  * section headers, and against a known instruction sequence (fix_magic). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
