@@ -2,6 +2,7 @@
 import os
 import subprocess
 
+import lib
 from lib import run_tracer, sigusr1, start_pipeline, wait_exit, wait_probes_gone
 
 
@@ -59,8 +60,6 @@ def test_runtime_errors(tmp):
 
 def test_needs_root(tmp):
     p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                        os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-                            os.path.abspath(__file__)))), "tracer"), "-p", "1"],
-                       capture_output=True, text=True)
+                        lib.TRACER, "-p", "1"], capture_output=True, text=True)
     assert p.returncode == 1, p
     assert "need root" in one_line(p.stderr)

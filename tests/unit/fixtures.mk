@@ -2,6 +2,7 @@
 # Fixture binaries for tests/unit/test_elf_syms.c. Included from the top Makefile, which defines
 # OUTPUT; builds into $(OUTPUT)/fixtures/ with $(CC). The test takes that directory as argv[1].
 # Fixtures use their own flags, not CFLAGS: the test depends on how they are linked.
+# Q and msg (quiet output) come from the includer; unset, commands are echoed.
 
 UNIT_FIXTURES_SRC := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))/fixtures
 UNIT_FIXTURES_OUT := $(OUTPUT)/fixtures
@@ -20,35 +21,42 @@ UNIT_FIXTURES := \
 UNIT_FIXTURES_LIB_SRC := $(addprefix $(UNIT_FIXTURES_SRC)/,libfix.c libfix.map magic.h)
 
 $(UNIT_FIXTURES_OUT)/stamp: $(UNIT_FIXTURES)
-	touch $@
+	$(Q)touch $@
 
 $(UNIT_FIXTURES_OUT)/libfix.so: $(UNIT_FIXTURES_LIB_SRC)
-	@mkdir -p $(@D)
-	$(CC) $(UNIT_FIXTURES_CFLAGS) -fPIC -shared \
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNIT_FIXTURES_CFLAGS) -fPIC -shared \
 		-Wl,--version-script=$(UNIT_FIXTURES_SRC)/libfix.map -o $@ $<
 
 # Linked at a non-zero base, so that file offsets differ from addresses as in a non-PIE binary.
 $(UNIT_FIXTURES_OUT)/libfix-based.so: $(UNIT_FIXTURES_LIB_SRC)
-	@mkdir -p $(@D)
-	$(CC) $(UNIT_FIXTURES_CFLAGS) -fPIC -shared -Wl,-Ttext-segment=0x10000000 \
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNIT_FIXTURES_CFLAGS) -fPIC -shared -Wl,-Ttext-segment=0x10000000 \
 		-Wl,--version-script=$(UNIT_FIXTURES_SRC)/libfix.map -o $@ $<
 
 # Only .dynsym is left.
 $(UNIT_FIXTURES_OUT)/libfix-stripped.so: $(UNIT_FIXTURES_OUT)/libfix.so
-	$(STRIP) --strip-all -o $@ $<
+	$(call msg,STRIP,$@)
+	$(Q)$(STRIP) --strip-all -o $@ $<
 
 $(UNIT_FIXTURES_OUT)/fix_exe_pie: $(UNIT_FIXTURES_SRC)/fix_exe.c $(UNIT_FIXTURES_SRC)/magic.h
-	@mkdir -p $(@D)
-	$(CC) $(UNIT_FIXTURES_CFLAGS) -fPIE -pie -o $@ $<
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNIT_FIXTURES_CFLAGS) -fPIE -pie -o $@ $<
 
 $(UNIT_FIXTURES_OUT)/fix_exe_nopie: $(UNIT_FIXTURES_SRC)/fix_exe.c $(UNIT_FIXTURES_SRC)/magic.h
-	@mkdir -p $(@D)
-	$(CC) $(UNIT_FIXTURES_CFLAGS) -fno-pie -no-pie -o $@ $<
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNIT_FIXTURES_CFLAGS) -fno-pie -no-pie -o $@ $<
 
 $(UNIT_FIXTURES_OUT)/fix_go_note: $(UNIT_FIXTURES_SRC)/fix_go.c
-	@mkdir -p $(@D)
-	$(CC) $(UNIT_FIXTURES_CFLAGS) -o $@ $<
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNIT_FIXTURES_CFLAGS) -o $@ $<
 
 $(UNIT_FIXTURES_OUT)/fix_go_buildinfo: $(UNIT_FIXTURES_SRC)/fix_go.c
-	@mkdir -p $(@D)
-	$(CC) $(UNIT_FIXTURES_CFLAGS) -DFIX_GO_BUILDINFO -o $@ $<
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNIT_FIXTURES_CFLAGS) -DFIX_GO_BUILDINFO -o $@ $<

@@ -188,6 +188,29 @@ static void test_single_values(void)
 	free(s);
 }
 
+/* Every value from 1 to 100000 between a small and a huge one: the median is that value's
+ * bucket, within the relative error, give or take the rounding to whole nanoseconds. */
+static void test_every_small_value(void)
+{
+	struct sketch *s = malloc(sizeof(*s));
+	int bad = 0;
+
+	for (uint64_t v = 1; v <= 100000; v++) {
+		uint64_t got;
+
+		sketch__init(s);
+		sketch__add(s, 1);
+		sketch__add(s, v);
+		sketch__add(s, 1000000000000ull);
+		got = sketch__quantile(s, 0.5);
+		if (fabs((double)got - (double)v) > v * SKETCH_REL_ERR + 0.5 + EPS && bad++ < 5)
+			fprintf(stderr, "  v=%llu: got %llu\n", (unsigned long long)v,
+				(unsigned long long)got);
+	}
+	CHECK(bad == 0);
+	free(s);
+}
+
 static void test_merge(void)
 {
 	struct sketch *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *all = malloc(sizeof(*a));
@@ -238,6 +261,7 @@ int main(int argc, char **argv)
 	RUN(test_zeros);
 	RUN(test_empty);
 	RUN(test_single_values);
+	RUN(test_every_small_value);
 	RUN(test_merge);
 	UNIT_EXIT();
 }
