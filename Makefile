@@ -84,6 +84,8 @@ $(OUTPUT)/targets/%: tests/targets/%.c | $(OUTPUT)/targets
 	$(Q)$(CC) -g -O2 -fno-omit-frame-pointer -fcf-protection=none -Wall -Wextra -pthread $< -o $@
 
 -include tests/unit/fixtures.mk
+# Further parts of the build (benchmarks, fuzzers, ...), one file each.
+-include $(wildcard mk/*.mk)
 
 test-bins: tracer $(UNIT_BINS) $(TARGET_BINS) $(OUTPUT)/fixtures/stamp
 

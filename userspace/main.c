@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* tracer: attach to a running pipeline and write a Chrome trace of its threads. */
+#include "commands.h"
 #include "record.h"
 #include "util.h"
 
@@ -156,16 +157,11 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 	return 0;
 }
 
-int main(int argc, char **argv)
+int cmd_record(int argc, char **argv)
 {
-	struct record_opts opts = { .argc = argc, .argv = argv };
+	struct record_opts opts = { 0 };
 	int ret;
 
-	if (argc > 1 && !strcmp(argv[1], "record")) {
-		argv[1] = argv[0];
-		argc--;
-		argv++;
-	}
 	ret = parse_record(argc, argv, &opts);
 	if (!ret)
 		ret = record__run(&opts);
@@ -173,4 +169,22 @@ int main(int argc, char **argv)
 	free(opts.pids);
 	free(opts.packs);
 	return ret;
+}
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "record", cmd_record },
+};
+
+int main(int argc, char **argv)
+{
+	cmdline_argc = argc;
+	cmdline_argv = argv;
+	for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	/* no subcommand: record */
+	return cmd_record(argc, argv);
 }

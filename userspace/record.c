@@ -416,9 +416,9 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 	struct utsname u;
 	char *s;
 
-	for (int i = 0; i < r->opts->argc; i++)
+	for (int i = 0; i < cmdline_argc; i++)
 		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s", i ? " " : "",
-			 r->opts->argv[i]);
+			 cmdline_argv[i]);
 	uname(&u);
 	cJSON_AddStringToObject(m, "tracer_version", TRACER_VERSION);
 	cJSON_AddStringToObject(m, "command_line", cmd);

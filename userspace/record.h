@@ -19,8 +19,6 @@ struct record_opts {
 	const char *output; /* NULL: tracer-COMM-PID-TIME.json */
 	bool no_sched;
 	uint32_t buffer_mb;
-	int argc;
-	char **argv;
 };
 
 /* Returns the process exit status: 0 recorded, 1 failed. */

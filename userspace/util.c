@@ -11,6 +11,8 @@
 #include <time.h>
 
 enum verbosity verbosity = VERB_NORMAL;
+int cmdline_argc;
+char **cmdline_argv;
 
 static void vsay(const char *prefix, const char *fmt, va_list ap)
 {

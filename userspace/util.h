@@ -10,6 +10,10 @@
 enum verbosity { VERB_QUIET, VERB_NORMAL, VERB_DEBUG };
 extern enum verbosity verbosity;
 
+/* tracer's whole command line, for the trace's metadata. */
+extern int cmdline_argc;
+extern char **cmdline_argv;
+
 /* Every error is one line on stderr: "tracer: what is wrong; what to do". */
 void pr_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -193,8 +193,8 @@ static struct wakeup_rec wakeup(uint32_t kind, uint64_t ts, uint32_t waker_pid)
 				.tid = 101, .prio = 120, .target_cpu = 2, .cpu = 1,
 				.waker_pid = waker_pid, .waker_tid = waker_pid ? 200 : 0 };
 
-	memcpy(r.comm, "worker", 7);
-	memcpy(r.waker_comm, waker_pid ? "waker thread" : "swapper/1", 13);
+	snprintf(r.comm, COMM_LEN, "worker");
+	snprintf(r.waker_comm, COMM_LEN, "%s", waker_pid ? "waker thread" : "swapper/1");
 	return r;
 }
 
