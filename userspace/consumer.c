@@ -115,6 +115,8 @@ static void on_switch(struct consumer *c, const struct switch_rec *r)
 
 static void on_wakeup(struct consumer *c, const struct wakeup_rec *r)
 {
+	if (!r->tid)
+		return;
 	set_name(c, threads__get(&c->threads, r->pid, r->tid), r->comm);
 	threads__on_wakeup(&c->threads, r);
 	trace_writer__wakeup(c->writer, r);
@@ -122,8 +124,11 @@ static void on_wakeup(struct consumer *c, const struct wakeup_rec *r)
 
 static void on_task(struct consumer *c, const struct task_rec *r)
 {
-	struct thread *t = threads__get(&c->threads, r->pid, r->tid);
+	struct thread *t;
 
+	if (!r->tid)
+		return;
+	t = threads__get(&c->threads, r->pid, r->tid);
 	switch (r->event) {
 	case TASK_NEW:
 	case TASK_RENAME:

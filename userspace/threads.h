@@ -38,7 +38,8 @@ struct threads {
 
 void threads__init(struct threads *ts);
 void threads__free(struct threads *ts);
-/* The thread with this tid, created (state unknown, unnamed) if new. */
+/* The thread with this tid (not 0: that marks a free slot), created (state unknown, unnamed)
+ * if new. */
 struct thread *threads__get(struct threads *ts, int pid, int tid);
 /* Moves a thread to a new state at ts, adding the time spent in the previous one. */
 void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts);

@@ -433,11 +433,12 @@ int trace_writer__error(const struct trace_writer *w)
 	return w->err;
 }
 
-/* Copies the ftrace text into the JSON string, escaped, in bounded chunks. */
+/* Copies the ftrace text into the JSON string, escaped, a whole number of lines at a time (so
+ * that no UTF-8 sequence in a comm is split between two chunks). */
 static void write_sched_text(struct trace_writer *w)
 {
 	char in[8192];
-	size_t n;
+	size_t have = 0, n;
 
 	if (fflush(w->sched) || fseek(w->sched, 0, SEEK_SET)) {
 		w->err = w->err ? w->err : -EIO;
@@ -445,12 +446,21 @@ static void write_sched_text(struct trace_writer *w)
 	}
 	flush(w);
 	w->len = snprintf(w->buf, BUF_SIZE, "\"%s", SCHED_TEXT_HEADER);
-	while ((n = fread(in, 1, sizeof(in) - 1, w->sched)) > 0) {
-		in[n] = 0;
-		reserve(w);
-		if (w->len + 6 * n + 16 > BUF_SIZE)
+	while ((n = fread(in + have, 1, sizeof(in) - 1 - have, w->sched)) > 0 || have) {
+		size_t len = have + n, lines = len;
+		char *nl;
+
+		in[len] = 0;
+		nl = memrchr(in, '\n', len);
+		if (nl && n) /* keep a partial last line for the next round */
+			lines = nl - in + 1;
+		if (w->len + 6 * lines + 16 > BUF_SIZE)
 			flush(w);
-		w->len += json_escape(w->buf + w->len, BUF_SIZE - w->len, in, n);
+		w->len += json_escape(w->buf + w->len, BUF_SIZE - w->len, in, lines);
+		have = len - lines;
+		memmove(in, in + lines, have);
+		if (!n)
+			break;
 	}
 	w->buf[w->len++] = '"';
 }

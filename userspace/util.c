@@ -117,24 +117,42 @@ int parse_long(const char *s, long min, long max, long *out)
 		return -EINVAL;
 	errno = 0;
 	v = strtol(s, &end, 10);
+	if (end == s || *end || (errno && errno != ERANGE))
+		return -EINVAL;
 	if (errno == ERANGE || v < min || v > max)
 		return -ERANGE;
-	if (errno || *end)
-		return -EINVAL;
 	*out = v;
 	return 0;
 }
 
 const char *fmt_duration(uint64_t ns, char *buf, size_t len)
 {
-	if (ns < 1000)
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = { { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 } };
+	double v;
+	int i;
+
+	if (ns < 1000) {
 		snprintf(buf, len, "%lluns", (unsigned long long)ns);
-	else if (ns < 1000000)
-		snprintf(buf, len, "%.3gus", ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, len, "%.3gms", ns / 1e6);
-	else
-		snprintf(buf, len, "%.4gs", ns / 1e9);
+		return buf;
+	}
+	/* three significant digits, never an exponent: 999.5us rounds up to 1.00ms */
+	for (i = 0; i < 2; i++)
+		if (ns < units[i].ns * 999.5)
+			break;
+	v = ns / units[i].ns;
+	snprintf(buf, len, v < 9.995 ? "%.2f" : v < 99.95 ? "%.1f" : "%.0f", v);
+	if (strchr(buf, '.')) { /* "1.50" -> "1.5", "2.00" -> "2" */
+		char *e = buf + strlen(buf);
+
+		while (e[-1] == '0')
+			*--e = 0;
+		if (e[-1] == '.')
+			*--e = 0;
+	}
+	snprintf(buf + strlen(buf), len - strlen(buf), "%s", units[i].unit);
 	return buf;
 }
 
