@@ -13,6 +13,8 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc
 LIBS := libbpf libelf zlib libcjson
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIBS))
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(LIBS))
+# Further libraries the userspace objects need (fragments in mk/ may add to it).
+TRACER_LIBS := -lm
 
 CFLAGS ?= -g -O2
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -MMD -MP
@@ -71,13 +73,13 @@ $(OUTPUT)/%.o: userspace/%.c | $(OUTPUT)/tracer.skel.h $(OUTPUT)
 
 $(OUTPUT)/tracer: $(TRACER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) $(TRACER_LIBS) -o $@
 
 # Tests: unit binaries link the userspace objects they test; target programs are built with
 # frame pointers so that every probed function starts with `push %rbp` (a cheap, emulated site).
 $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $^ $(PKG_LIBS) -ldl -lm -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $^ $(PKG_LIBS) $(TRACER_LIBS) -ldl -o $@
 
 $(OUTPUT)/targets/%: tests/targets/%.c | $(OUTPUT)/targets
 	$(call msg,CC,$@)

@@ -11,6 +11,9 @@
 #define COMM_LEN 16
 /* The kernel hijacks at most 64 nested returns per task (MAX_URETPROBE_DEPTH). */
 #define MAX_FRAMES 64
+#define MAX_ARGS 4	/* integer arguments captured per call */
+#define SPAN_NAME_LEN 32 /* a span name read from the target (name_from), NUL included */
+#define MAX_PROBES 65536
 
 enum rec_type {
 	REC_SPAN = 1,
@@ -22,6 +25,24 @@ enum rec_type {
 
 enum span_flags {
 	SPAN_INCOMPLETE = 1, /* the return was never seen: end_ns is when that was noticed */
+	SPAN_INSTANT = 2,    /* an entry-only probe: the call's start, no return */
+	SPAN_CAPTURE = 4,    /* a span_capture follows the span_rec */
+};
+
+/* What a probe captures, indexed by probe id (the cookie). */
+enum probe_flags {
+	PROBE_ENTRY_ONLY = 1,
+	PROBE_NAME_FROM = 2, /* name the span from the string at argument name_arg */
+	PROBE_ARGS = 4,	     /* capture arguments arg_idx[0..nargs) */
+	PROBE_RET = 8,	     /* capture the return value */
+};
+
+struct probe_cfg {
+	__u32 flags;
+	__u8 name_arg;
+	__u8 nargs;
+	__u8 arg_idx[MAX_ARGS];
+	__u8 _pad[2];
 };
 
 /* One completed call of a probed function. */
@@ -34,6 +55,35 @@ struct span_rec {
 	__u64 end_ns;
 	__u32 depth; /* frames open below this one on the thread */
 	__u32 flags;
+};
+
+/* Captured values of a probe with PROBE_NAME_FROM, PROBE_ARGS or PROBE_RET. */
+struct span_capture {
+	__u64 args[MAX_ARGS];
+	__u64 ret;
+	char name[SPAN_NAME_LEN];
+};
+
+struct span_capture_rec {
+	struct span_rec span;
+	struct span_capture cap;
+};
+
+/* A call in progress, in the thread's stack in task storage (userspace reads what is still
+ * open when recording stops). */
+struct frame {
+	__u64 start_ns;
+	__u64 sp; /* stack pointer at entry: matches the return and finds frames it skipped */
+	__u32 probe_id;
+	__u32 flags; /* the probe's probe_flags */
+	struct span_capture cap;
+};
+
+/* Calls in progress on one thread, innermost last. */
+struct span_stack {
+	__u32 depth;
+	__u32 _pad;
+	struct frame frames[MAX_FRAMES];
 };
 
 struct switch_rec {
@@ -69,7 +119,7 @@ struct wakeup_rec {
 	__u32 cpu; /* where the waker runs */
 	__u32 waker_pid;
 	__u32 waker_tid;
-	__u32 _pad;
+	__u32 waker_depth; /* calls the waker is inside (0: no span to draw an arrow from) */
 	char comm[COMM_LEN];
 	char waker_comm[COMM_LEN];
 };
@@ -96,6 +146,7 @@ enum record_phase {
 	PHASE_ATTACHING,
 	PHASE_RECORDING,
 	PHASE_DETACHING,
+	PHASE_PAUSED, /* SIGUSR1: nothing new is recorded; calls in progress still complete */
 };
 
 /* Per-CPU counters, read by userspace at the end. */
@@ -116,6 +167,8 @@ enum counter {
 
 #ifndef __cplusplus
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
+_Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");
+_Static_assert(sizeof(struct probe_cfg) == 12, "probe_cfg layout");
 _Static_assert(sizeof(struct switch_rec) == 80, "switch_rec layout");
 _Static_assert(sizeof(struct wakeup_rec) == 80, "wakeup_rec layout");
 _Static_assert(sizeof(struct task_rec) == 48, "task_rec layout");

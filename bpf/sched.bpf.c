@@ -15,7 +15,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
 	struct switch_rec *r;
 
-	if (!is_target(prev_pid) && !is_target(next_pid))
+	if (phase == PHASE_PAUSED || (!is_target(prev_pid) && !is_target(next_pid)))
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -43,9 +43,10 @@ static __always_inline int wakeup(struct task_struct *p, __u32 kind)
 {
 	struct task_struct *waker = bpf_get_current_task_btf();
 	__u32 pid = p->tgid;
+	struct span_stack *st;
 	struct wakeup_rec *r;
 
-	if (!is_target(pid))
+	if (phase == PHASE_PAUSED || !is_target(pid))
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -62,7 +63,8 @@ static __always_inline int wakeup(struct task_struct *p, __u32 kind)
 	r->cpu = bpf_get_smp_processor_id();
 	r->waker_pid = waker->tgid;
 	r->waker_tid = waker->pid;
-	r->_pad = 0;
+	st = is_target(waker->tgid) ? bpf_task_storage_get(&stacks, waker, 0, 0) : NULL;
+	r->waker_depth = st ? st->depth : 0;
 	copy_comm(r->comm, p->comm);
 	copy_comm(r->waker_comm, waker->comm);
 	bpf_ringbuf_submit(r, submit_flags());

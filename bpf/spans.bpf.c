@@ -7,8 +7,8 @@ const volatile __u64 min_dur_ns = 0;
 const volatile __u64 wakeup_bytes = 2 << 20;
 
 /* Written by userspace while the probes are live (enum record_phase): while attaching, a return
- * may come from a call entered before its entry probe was attached; while detaching, entries are
- * no longer pushed, so that every frame pushed still meets its return. */
+ * may come from a call entered before its entry probe was attached; while detaching or paused,
+ * entries are not pushed, so that every frame pushed still meets its return. */
 volatile __u32 phase = PHASE_ATTACHING;
 
 /* Closes frames the thread can no longer be inside: those at or below stack pointer sp.
@@ -28,16 +28,44 @@ static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 n
 	}
 }
 
+/* Reads what the probe's spec asks for, and nothing else, from the target. The six integer
+ * argument registers (x86-64 SysV; libbpf 1.1 names only five) are copied to the stack first:
+ * the verifier refuses a context read at a computed offset. */
+static __always_inline void capture_entry(struct pt_regs *ctx, const struct probe_cfg *cfg,
+					  struct span_capture *cap)
+{
+	__u64 regs[8] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
+
+	if (cfg->flags & PROBE_ARGS) {
+		for (int i = 0; i < MAX_ARGS; i++)
+			cap->args[i] = i < cfg->nargs ? regs[cfg->arg_idx[i] & 7] : 0;
+	}
+	cap->ret = 0;
+	cap->name[0] = 0;
+	if (cfg->flags & PROBE_NAME_FROM) {
+		const char *s = (const char *)regs[cfg->name_arg & 7];
+
+		if (bpf_probe_read_user_str(cap->name, sizeof(cap->name), s) < 0)
+			cap->name[0] = 0;
+	}
+}
+
 SEC("uprobe")
 int BPF_KPROBE(span_enter)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 sp = PT_REGS_SP(ctx);
+	__u32 id = bpf_get_attach_cookie(ctx);
+	const struct probe_cfg *cfg;
 	struct span_stack *st;
 	struct frame *f;
 	__u32 d;
 
-	if (phase == PHASE_DETACHING)
+	if (phase >= PHASE_DETACHING)
+		return 0;
+	cfg = bpf_map_lookup_elem(&probe_cfgs, &id);
+	if (!cfg)
 		return 0;
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -54,7 +82,16 @@ int BPF_KPROBE(span_enter)
 	f = &st->frames[d];
 	f->start_ns = now;
 	f->sp = sp;
-	f->probe_id = bpf_get_attach_cookie(ctx);
+	f->probe_id = id;
+	f->flags = cfg->flags;
+	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))
+		capture_entry(ctx, cfg, &f->cap);
+	/* No return probe (Go, C++ exceptions, coroutines): the call is an instant. The frame
+	 * slot is only scratch space; the stack does not grow. */
+	if (cfg->flags & PROBE_ENTRY_ONLY) {
+		submit_frame(f, d, now, SPAN_INSTANT);
+		return 0;
+	}
 	st->depth = d + 1;
 	return 0;
 }
@@ -66,6 +103,7 @@ int BPF_KRETPROBE(span_exit)
 	/* After `ret` the stack pointer is 8 above where it was at entry. */
 	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
 	struct span_stack *st;
+	struct frame *f;
 	__u32 top;
 
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
@@ -76,9 +114,11 @@ int BPF_KRETPROBE(span_exit)
 	if (top == 0 || top > MAX_FRAMES)
 		goto unmatched;
 	top = (top - 1) & (MAX_FRAMES - 1);
-	if (st->frames[top].sp != entry_sp ||
-	    st->frames[top].probe_id != (__u32)bpf_get_attach_cookie(ctx))
+	f = &st->frames[top];
+	if (f->sp != entry_sp || f->probe_id != (__u32)bpf_get_attach_cookie(ctx))
 		goto unmatched;
+	if (f->flags & PROBE_RET)
+		f->cap.ret = PT_REGS_RC(ctx);
 	emit_span(st, top, now, 0);
 	st->depth = top;
 	return 0;

@@ -17,6 +17,8 @@
 /* Settings written by userspace before load. */
 extern const volatile __u64 min_dur_ns;
 extern const volatile __u64 wakeup_bytes;
+/* enum record_phase, written by userspace while recording. */
+extern volatile __u32 phase;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -38,19 +40,13 @@ struct {
 	__type(value, __u64);
 } counters __weak SEC(".maps");
 
-struct frame {
-	__u64 start_ns;
-	__u64 sp; /* stack pointer at entry: matches the return and finds frames it skipped */
-	__u32 probe_id;
-	__u32 _pad;
-};
-
-/* Calls in progress on one thread, innermost last. */
-struct span_stack {
-	__u32 depth;
-	__u32 _pad;
-	struct frame frames[MAX_FRAMES];
-};
+/* What each probe captures; sized to the probe table by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct probe_cfg);
+} probe_cfgs __weak SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -81,36 +77,58 @@ static __always_inline __u64 submit_flags(void)
 									      : BPF_RB_NO_WAKEUP;
 }
 
-/* Emits the frame at index i of the stack as a span ending at end_ns. */
-static __always_inline void emit_span(struct span_stack *st, __u32 i, __u64 end_ns, __u32 flags)
+static __always_inline void fill_span(struct span_rec *r, const struct frame *f, __u32 depth,
+				      __u64 end_ns, __u32 flags)
 {
-	struct frame *f;
-	struct span_rec *r;
-	__u64 id;
+	__u64 id = bpf_get_current_pid_tgid();
 
-	if (i >= MAX_FRAMES)
-		return;
-	f = &st->frames[i];
-	if (!flags && end_ns - f->start_ns < min_dur_ns) {
-		count(CNT_SHORT_SPANS);
-		return;
-	}
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count(CNT_LOST_SPAN);
-		return;
-	}
-	id = bpf_get_current_pid_tgid();
 	r->type = REC_SPAN;
 	r->probe_id = f->probe_id;
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
 	r->start_ns = f->start_ns;
 	r->end_ns = end_ns;
-	r->depth = i;
+	r->depth = depth;
 	r->flags = flags;
-	bpf_ringbuf_submit(r, submit_flags());
+}
+
+/* Submits frame f (at stack depth) as a span ending at end_ns; spans of probes that capture
+ * carry their values in a longer record. */
+static __always_inline void submit_frame(const struct frame *f, __u32 depth, __u64 end_ns,
+					 __u32 flags)
+{
+	if (!(flags & (SPAN_INCOMPLETE | SPAN_INSTANT)) && end_ns - f->start_ns < min_dur_ns) {
+		count(CNT_SHORT_SPANS);
+		return;
+	}
+	if (f->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET)) {
+		struct span_capture_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+		if (!r) {
+			count(CNT_LOST_SPAN);
+			return;
+		}
+		fill_span(&r->span, f, depth, end_ns, flags | SPAN_CAPTURE);
+		__builtin_memcpy(&r->cap, &f->cap, sizeof(r->cap));
+		bpf_ringbuf_submit(r, submit_flags());
+	} else {
+		struct span_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+		if (!r) {
+			count(CNT_LOST_SPAN);
+			return;
+		}
+		fill_span(r, f, depth, end_ns, flags);
+		bpf_ringbuf_submit(r, submit_flags());
+	}
 	count(CNT_SPANS);
+}
+
+static __always_inline void emit_span(struct span_stack *st, __u32 i, __u64 end_ns, __u32 flags)
+{
+	if (i >= MAX_FRAMES)
+		return;
+	submit_frame(&st->frames[i], i, end_ns, flags);
 }
 
 #endif

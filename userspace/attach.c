@@ -95,9 +95,11 @@ static int attach_multi(struct attachment *a, const struct attach_sites *sites, 
 {
 	for (size_t i = 0; i < sites->cnt; i++) {
 		const struct attach_site *s = &sites->v[i];
-		int fd = uprobe_multi_link(prog_fd, s->path, s->offsets, s->cookies, s->cnt, s->pid,
-					   ret);
+		int fd;
 
+		if (ret && s->entry_only)
+			continue;
+		fd = uprobe_multi_link(prog_fd, s->path, s->offsets, s->cookies, s->cnt, s->pid, ret);
 		if (fd < 0) {
 			int e = -errno;
 
@@ -117,7 +119,7 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 	for (size_t i = 0; i < sites->cnt; i++) {
 		const struct attach_site *s = &sites->v[i];
 
-		for (size_t k = 0; k < s->cnt; k++) {
+		for (size_t k = 0; k < s->cnt && !(ret && s->entry_only); k++) {
 			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret,
 				    .bpf_cookie = s->cookies[k]);
 			struct bpf_link *l;

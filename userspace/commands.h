@@ -5,5 +5,7 @@
 #define TRACER_COMMANDS_H
 
 int cmd_record(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_packs(int argc, char **argv);
 
 #endif

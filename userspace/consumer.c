@@ -9,15 +9,17 @@
 #include <unistd.h>
 
 void consumer__init(struct consumer *c, struct trace_writer *w, const struct probe_table *probes,
-		    const int *pids, size_t npids)
+		    const int *pids, size_t npids, bool flows, bool no_args)
 {
 	memset(c, 0, sizeof(*c));
 	c->writer = w;
 	c->probes = probes;
 	c->pids = pids;
 	c->npids = npids;
+	c->flows = flows;
+	c->no_args = no_args;
 	threads__init(&c->threads);
-	summary__init(&c->summary, probes);
+	summary__init(&c->summary);
 }
 
 void consumer__free(struct consumer *c)
@@ -84,20 +86,100 @@ void consumer__add_thread(struct consumer *c, int pid, int tid, uint64_t ts)
 	thread__set_state(t, thread_state__from_proc(proc_state(pid, tid)), ts);
 }
 
-static void on_span(struct consumer *c, const struct span_rec *r)
+/* The span's "args" members: the spec's captured arguments and return value, in its order. */
+static void format_args(char *buf, size_t len, const struct probe *p,
+			const struct span_capture *cap)
 {
+	const struct probe_spec *spec = p->spec;
+	size_t n = 0;
+	int slot = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < spec->nargs && n < len; i++) {
+		const struct arg_spec *a = &spec->args[i];
+		uint64_t v = a->idx == ARG_RET ? cap->ret : cap->args[slot++ % MAX_ARGS];
+
+		if (a->hex)
+			n += snprintf(buf + n, len - n, "%s\"%s\":\"0x%llx\"", n ? "," : "", a->key,
+				      (unsigned long long)v);
+		else
+			n += snprintf(buf + n, len - n, "%s\"%s\":%lld", n ? "," : "", a->key,
+				      (long long)v);
+	}
+}
+
+/* A push or pop completed: the queue's depth changes at its end (an instant: its start). */
+static void queue_event(struct consumer *c, const struct span_rec *r, const struct probe *p,
+			const struct span_capture *cap)
+{
+	uint64_t id = cap->args[p->queue_slot % MAX_ARGS];
+	struct queue_depth *q = NULL;
+	char name[48];
+
+	for (size_t i = 0; i < c->nqueues && !q; i++)
+		if (c->queues[i].id == id && c->queues[i].pid == (int)r->pid)
+			q = &c->queues[i];
+	if (!q) {
+		if (c->nqueues == MAX_QUEUES)
+			return;
+		q = &c->queues[c->nqueues++];
+		q->pid = r->pid;
+		q->id = id;
+		q->depth = 0;
+	}
+	/* Pushes minus pops completed since recording started. A pop can return before the push
+	 * that fed it does (the push wakes it, then returns): that moment shows as 0, not -1. */
+	q->depth += p->spec->queue_role == QUEUE_PUSH ? 1 : -1;
+	snprintf(name, sizeof(name), "queue 0x%llx", (unsigned long long)id);
+	trace_writer__counter(c->writer, r->pid, r->flags & SPAN_INSTANT ? r->start_ns : r->end_ns,
+			      name, "depth", q->depth < 0 ? 0 : q->depth);
+}
+
+/* Draws the arrow of a pending wake-up to this span if the span is where the woken thread
+ * went: the span around the wake-up, or the first one after it. */
+static void bind_flow(struct consumer *c, struct thread *t, const struct span_rec *r)
+{
+	uint64_t to;
+
+	if (!t->flow_ns || (r->flags & SPAN_INSTANT) || r->end_ns <= t->flow_ns)
+		return;
+	to = r->start_ns > t->flow_ns ? r->start_ns : t->flow_ns;
+	trace_writer__flow(c->writer, ++c->next_flow_id, t->flow_pid, t->flow_tid, t->flow_ns,
+			   r->pid, r->tid, to);
+	t->flow_ns = 0;
+}
+
+static void on_span(struct consumer *c, const struct span_rec *r, const struct span_capture *cap)
+{
+	bool incomplete = r->flags & SPAN_INCOMPLETE;
 	const struct probe *p;
+	const char *name;
 	struct thread *t;
+	char args[512], dyn_name[SPAN_NAME_LEN];
 
 	if (r->probe_id >= c->probes->cnt)
 		return;
 	p = &c->probes->v[r->probe_id];
+	name = p->name;
+	args[0] = 0;
+	if (cap && !c->no_args) {
+		if ((p->cfg.flags & PROBE_NAME_FROM) && cap->name[0]) {
+			/* the ring buffer is read-only: terminate a copy */
+			snprintf(dyn_name, sizeof(dyn_name), "%.*s", SPAN_NAME_LEN - 1, cap->name);
+			name = dyn_name;
+		}
+		format_args(args, sizeof(args), p, cap);
+		if (p->queue_slot >= 0 && !incomplete)
+			queue_event(c, r, p, cap);
+	}
 	t = thread_of(c, r->pid, r->tid);
 	t->spans++;
 	if (p->cat == CAT_QUEUE)
 		t->queue_ns += r->end_ns - r->start_ns;
-	summary__span(&c->summary, r);
-	trace_writer__span(c->writer, r, p->name, category__name(p->cat));
+	if (c->flows)
+		bind_flow(c, t, r);
+	summary__span(&c->summary, name, p->cat, r->end_ns - r->start_ns, incomplete);
+	trace_writer__span(c->writer, r, name, category__name(p->cat), args);
 }
 
 static void on_switch(struct consumer *c, const struct switch_rec *r)
@@ -115,10 +197,20 @@ static void on_switch(struct consumer *c, const struct switch_rec *r)
 
 static void on_wakeup(struct consumer *c, const struct wakeup_rec *r)
 {
+	struct thread *t;
+
 	if (!r->tid)
 		return;
-	set_name(c, threads__get(&c->threads, r->pid, r->tid), r->comm);
+	t = threads__get(&c->threads, r->pid, r->tid);
+	set_name(c, t, r->comm);
 	threads__on_wakeup(&c->threads, r);
+	/* a traced thread inside a span woke another: an arrow from that span */
+	if (c->flows && r->kind == WAKEUP_WAKING && r->waker_depth && r->waker_tid != r->tid &&
+	    traced(c, r->waker_pid)) {
+		t->flow_ns = r->ts;
+		t->flow_pid = r->waker_pid;
+		t->flow_tid = r->waker_tid;
+	}
 	trace_writer__wakeup(c->writer, r);
 }
 
@@ -146,6 +238,19 @@ static void on_task(struct consumer *c, const struct task_rec *r)
 	}
 }
 
+void consumer__pause(struct consumer *c, bool paused, uint64_t ts)
+{
+	for (uint32_t i = 0; i < c->threads.cap; i++) {
+		struct thread *t = &c->threads.v[i];
+
+		if (t->tid && !t->exited && paused)
+			thread__set_state(t, TS_UNKNOWN, ts);
+	}
+	for (size_t i = 0; i < c->npids; i++)
+		trace_writer__instant(c->writer, c->pids[i], c->pids[i], ts,
+				      paused ? "recording paused" : "recording resumed", NULL);
+}
+
 int consumer__handle(void *ctx, void *data, size_t size)
 {
 	struct consumer *c = ctx;
@@ -156,10 +261,17 @@ int consumer__handle(void *ctx, void *data, size_t size)
 	memcpy(&type, data, sizeof(type));
 	c->records++;
 	switch (type) {
-	case REC_SPAN:
-		if (size >= sizeof(struct span_rec))
-			on_span(c, data);
+	case REC_SPAN: {
+		const struct span_capture_rec *sc = data;
+
+		if (size < sizeof(struct span_rec))
+			break;
+		if ((sc->span.flags & SPAN_CAPTURE) && size >= sizeof(*sc))
+			on_span(c, &sc->span, &sc->cap);
+		else
+			on_span(c, &sc->span, NULL);
 		break;
+	}
 	case REC_SWITCH:
 		if (size >= sizeof(struct switch_rec))
 			on_switch(c, data);

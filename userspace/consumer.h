@@ -10,6 +10,15 @@
 
 #include <stddef.h>
 
+/* Depth of one queue (push and pop probes with its identity), from the start of recording. */
+struct queue_depth {
+	int pid;
+	uint64_t id;
+	int64_t depth;
+};
+
+#define MAX_QUEUES 1024
+
 struct consumer {
 	struct trace_writer *writer;
 	const struct probe_table *probes;
@@ -17,11 +26,18 @@ struct consumer {
 	struct summary summary;
 	const int *pids; /* the traced processes */
 	size_t npids;
+	bool flows;	 /* draw wake-up arrows between spans */
+	bool no_args;	 /* the BPF side captured nothing: ignore capture fields */
 	uint64_t records;
+	uint64_t next_flow_id;
+	struct queue_depth queues[MAX_QUEUES];
+	size_t nqueues;
 };
 
 void consumer__init(struct consumer *c, struct trace_writer *w, const struct probe_table *probes,
-		    const int *pids, size_t npids);
+		    const int *pids, size_t npids, bool flows, bool no_args);
+/* SIGUSR1: thread states are unknown while paused; marks the trace. */
+void consumer__pause(struct consumer *c, bool paused, uint64_t ts);
 /* The ring_buffer__new() callback. */
 int consumer__handle(void *ctx, void *data, size_t size);
 /* Makes a thread known with its current name and state from /proc (before recording starts). */

@@ -176,6 +176,8 @@ static const struct {
 	int (*run)(int argc, char **argv);
 } commands[] = {
 	{ "record", cmd_record },
+	{ "list", cmd_list },
+	{ "packs", cmd_packs },
 };
 
 int main(int argc, char **argv)

@@ -36,6 +36,8 @@ int category__parse(const char *s, enum category *cat)
 
 static void spec__free(struct probe_spec *s)
 {
+	for (int i = 0; i < s->nargs; i++)
+		free(s->args[i].key);
 	free(s->object);
 	free(s->function);
 	free(s->name);
@@ -46,6 +48,8 @@ static struct probe_spec *specs__push(struct probe_specs *specs)
 {
 	specs->v = xrealloc(specs->v, specs->cnt + 1, sizeof(*specs->v));
 	memset(&specs->v[specs->cnt], 0, sizeof(specs->v[0]));
+	specs->v[specs->cnt].name_arg = -1;
+	specs->v[specs->cnt].queue_arg = -1;
 	return &specs->v[specs->cnt++];
 }
 
@@ -147,15 +151,90 @@ static const char *str_field(const cJSON *obj, const char *key, bool *bad)
 	return v->valuestring;
 }
 
+/* "arg0".."arg5" (or "ret" when allowed), with an optional ":type" suffix. Returns the index,
+ * ARG_RET, or -2 when malformed; *type points at the suffix or NULL. */
+static int parse_arg_ref(const char *s, bool allow_ret, const char **type)
+{
+	*type = strchr(s, ':');
+	if (allow_ret && !strncmp(s, "ret", 3) && (s[3] == 0 || s[3] == ':'))
+		return ARG_RET;
+	if (strncmp(s, "arg", 3) || s[3] < '0' || s[3] > '5' || (s[4] != 0 && s[4] != ':'))
+		return -2;
+	return s[3] - '0';
+}
+
+static int parse_args(const cJSON *args, struct probe_spec *s, const char *where, char *err,
+		      size_t errlen)
+{
+	const cJSON *a;
+
+	if (!cJSON_IsObject(args)) {
+		snprintf(err, errlen, "%s: \"args\" is {\"KEY\": \"argN\" | \"argN:hex\" | \"ret\"}",
+			 where);
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(a, args) {
+		const char *type;
+		int idx, nret = 0;
+		size_t kl = strspn(a->string, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					       "0123456789_");
+
+		if (!kl || kl > 32 || a->string[kl]) {
+			snprintf(err, errlen, "%s: args key \"%.40s\": want 1 to 32 letters, digits or _",
+				 where, a->string);
+			return -EINVAL;
+		}
+		for (int i = 0; i < s->nargs; i++)
+			nret += s->args[i].idx == ARG_RET;
+		idx = cJSON_IsString(a) ? parse_arg_ref(a->valuestring, true, &type) : -2;
+		if (idx == -2 || (type && strcmp(type, ":hex") && strcmp(type, ":int"))) {
+			snprintf(err, errlen, "%s: args.%s: want \"arg0\"..\"arg5\" or \"ret\", "
+					      "optionally with :int or :hex", where, a->string);
+			return -EINVAL;
+		}
+		if ((idx == ARG_RET && nret) ||
+		    (idx != ARG_RET && s->nargs - nret >= SPEC_MAX_ARGS)) {
+			snprintf(err, errlen, "%s: at most %d arguments and the return value", where,
+				 SPEC_MAX_ARGS);
+			return -EINVAL;
+		}
+		s->args[s->nargs].key = xstrdup(a->string);
+		s->args[s->nargs].idx = idx;
+		s->args[s->nargs].hex = type && !strcmp(type, ":hex");
+		s->nargs++;
+	}
+	return 0;
+}
+
+static int parse_queue(const cJSON *q, struct probe_spec *s, const char *where, char *err,
+		       size_t errlen)
+{
+	const cJSON *role = cJSON_GetObjectItemCaseSensitive(q, "role");
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(q, "id");
+	const char *type;
+
+	if (!cJSON_IsObject(q) || !cJSON_IsString(role) || !cJSON_IsString(id) ||
+	    (strcmp(role->valuestring, "push") && strcmp(role->valuestring, "pop")) ||
+	    (s->queue_arg = parse_arg_ref(id->valuestring, false, &type)) < 0 || type) {
+		snprintf(err, errlen, "%s: \"queue\" is {\"role\": \"push\" | \"pop\", \"id\": "
+				      "\"argN\"}", where);
+		return -EINVAL;
+	}
+	s->queue_role = strcmp(role->valuestring, "push") ? QUEUE_POP : QUEUE_PUSH;
+	return 0;
+}
+
 static int parse_probe(const cJSON *p, const char *where, struct probe_specs *specs, char *err,
 		       size_t errlen)
 {
-	static const char *const known[] = { "object", "function", "category", "name" };
-	const char *object, *function, *category, *name;
+	static const char *const known[] = { "object", "function", "category", "name",
+					     "name_from", "args", "entry_only", "queue" };
+	const char *object, *function, *category, *name, *name_from, *type;
+	const cJSON *f, *entry_only;
+	struct probe_spec tmp, *s;
 	enum category cat;
-	struct probe_spec *s;
 	bool bad = false;
-	const cJSON *f;
+	int ret;
 
 	if (!cJSON_IsObject(p)) {
 		snprintf(err, errlen, "%s: a probe must be an object", where);
@@ -168,7 +247,8 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 			ok |= !strcmp(f->string, known[i]);
 		if (!ok) {
 			snprintf(err, errlen,
-				 "%s: unknown field \"%s\" (known: object, function, category, name)",
+				 "%s: unknown field \"%s\" (known: object, function, category, name, "
+				 "name_from, args, entry_only, queue)",
 				 where, f->string);
 			return -EINVAL;
 		}
@@ -177,9 +257,10 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 	function = str_field(p, "function", &bad);
 	category = str_field(p, "category", &bad);
 	name = str_field(p, "name", &bad);
+	name_from = str_field(p, "name_from", &bad);
 	if (bad) {
-		snprintf(err, errlen, "%s: object, function, category and name must be non-empty "
-				      "strings", where);
+		snprintf(err, errlen, "%s: object, function, category, name and name_from must be "
+				      "non-empty strings", where);
 		return -EINVAL;
 	}
 	if (!function || !category) {
@@ -193,9 +274,38 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 			 where, category);
 		return -EINVAL;
 	}
-	if (!specs)
-		return 0;
+	entry_only = cJSON_GetObjectItemCaseSensitive(p, "entry_only");
+	if (entry_only && !cJSON_IsBool(entry_only)) {
+		snprintf(err, errlen, "%s: \"entry_only\" is true or false", where);
+		return -EINVAL;
+	}
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.name_arg = tmp.queue_arg = -1;
+	if (name_from && ((tmp.name_arg = parse_arg_ref(name_from, false, &type)) < 0 || !type ||
+			  strcmp(type, ":str"))) {
+		snprintf(err, errlen, "%s: \"name_from\" is \"argN:str\" (N from 0 to 5)", where);
+		return -EINVAL;
+	}
+	ret = 0;
+	if (cJSON_GetObjectItemCaseSensitive(p, "args"))
+		ret = parse_args(cJSON_GetObjectItemCaseSensitive(p, "args"), &tmp, where, err,
+				 errlen);
+	if (!ret && cJSON_GetObjectItemCaseSensitive(p, "queue"))
+		ret = parse_queue(cJSON_GetObjectItemCaseSensitive(p, "queue"), &tmp, where, err,
+				  errlen);
+	tmp.entry_only = cJSON_IsTrue(entry_only);
+	for (int i = 0; !ret && tmp.entry_only && i < tmp.nargs; i++) {
+		if (tmp.args[i].idx == ARG_RET) {
+			snprintf(err, errlen, "%s: an entry_only probe has no return value", where);
+			ret = -EINVAL;
+		}
+	}
+	if (ret || !specs) {
+		spec__free(&tmp);
+		return ret;
+	}
 	s = specs__push(specs);
+	*s = tmp;
 	s->cat = cat;
 	s->object = xstrdup(object ? object : "*");
 	s->function = xstrdup(function);

@@ -18,12 +18,34 @@ enum category {
 const char *category__name(enum category cat);
 int category__parse(const char *s, enum category *cat);
 
+#define SPEC_MAX_ARGS 4 /* MAX_ARGS in bpf/events.h */
+#define ARG_RET (-1)	/* the return value, in place of an argument index */
+
+/* A value captured into the span's args: argument idx (0-5) or the return value. */
+struct arg_spec {
+	char *key;
+	int idx;
+	bool hex; /* a pointer or identity: written as a "0x..." string */
+};
+
+enum queue_role {
+	QUEUE_NONE,
+	QUEUE_PUSH,
+	QUEUE_POP,
+};
+
 struct probe_spec {
 	enum category cat;
 	char *object;	/* glob over the basenames of mapped ELF files; "*" for all */
 	char *function; /* glob over symbol names */
 	char *name;	/* span name; NULL: the function's own name */
 	char *origin;	/* where the spec came from, for messages: "-u 'x'", "pack.json:12" */
+	int name_arg;	/* name each span from the string at this argument; -1: no */
+	struct arg_spec args[SPEC_MAX_ARGS + 1]; /* at most SPEC_MAX_ARGS arguments and ret */
+	int nargs;
+	bool entry_only; /* no return probe: each call is an instant */
+	enum queue_role queue_role; /* a push or pop of the queue identified by queue_arg */
+	int queue_arg;
 };
 
 struct probe_pack {

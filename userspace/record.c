@@ -153,6 +153,7 @@ static int load_bpf(struct recording *r, bool multi)
 	skel->rodata->min_dur_ns = o->min_dur_ns;
 	skel->rodata->wakeup_bytes = rb_size / 4;
 	bpf_map__set_max_entries(skel->maps.events, rb_size);
+	bpf_map__set_max_entries(skel->maps.probe_cfgs, r->probes.cnt ? r->probes.cnt : 1);
 	if (multi) {
 		bpf_program__set_expected_attach_type(skel->progs.span_enter, TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.span_exit, TRACE_UPROBE_MULTI);
@@ -174,6 +175,14 @@ static int load_bpf(struct recording *r, bool multi)
 		__u8 one = 1;
 
 		bpf_map__update_elem(skel->maps.targets, &pid, sizeof(pid), &one, 1, BPF_ANY);
+	}
+	for (__u32 id = 0; id < r->probes.cnt; id++) {
+		struct probe_cfg cfg = r->probes.v[id].cfg;
+
+		if (o->no_args)
+			cfg.flags &= ~(PROBE_ARGS | PROBE_RET | PROBE_NAME_FROM);
+		bpf_map__update_elem(skel->maps.probe_cfgs, &id, sizeof(id), &cfg, sizeof(cfg),
+				     BPF_ANY);
 	}
 	return 0;
 }
@@ -344,31 +353,33 @@ static void close_open_spans(struct recording *r)
 		snprintf(path, sizeof(path), "/proc/%d/task", r->pids[i]);
 		d = opendir(path);
 		while (d && (de = readdir(d))) {
-			struct {
-				__u32 depth, pad;
-				struct {
-					__u64 start_ns, sp;
-					__u32 probe_id, pad;
-				} frames[MAX_FRAMES];
-			} st;
-			int tid = atoi(de->d_name), fd;
+			struct span_stack st;
+			int tid = atoi(de->d_name), fd, err;
 
 			if (tid <= 0)
 				continue;
 			fd = syscall(SYS_pidfd_open, tid, tid == r->pids[i] ? 0 : PIDFD_THREAD);
-			if (fd < 0)
+			if (fd < 0) {
+				pr_debug("open calls of tid %d: %s", tid, strerror(errno));
 				continue;
-			if (!bpf_map_lookup_elem(map_fd, &fd, &st)) {
+			}
+			err = bpf_map_lookup_elem(map_fd, &fd, &st) ? -errno : 0;
+			pr_debug("open calls of tid %d: %s, depth %u", tid, err ? strerror(-err) : "read", err ? 0 : st.depth);
+			if (!err) {
 				for (__u32 k = 0; k < st.depth && k < MAX_FRAMES; k++) {
-					struct span_rec s = {
-						.type = REC_SPAN,
-						.probe_id = st.frames[k].probe_id,
-						.pid = r->pids[i],
-						.tid = tid,
-						.start_ns = st.frames[k].start_ns,
-						.end_ns = r->end,
-						.depth = k,
-						.flags = SPAN_INCOMPLETE,
+					const struct frame *f = &st.frames[k];
+					struct span_capture_rec s = {
+						.span = {
+							.type = REC_SPAN,
+							.probe_id = f->probe_id,
+							.pid = r->pids[i],
+							.tid = tid,
+							.start_ns = f->start_ns,
+							.end_ns = r->end,
+							.depth = k,
+							.flags = SPAN_INCOMPLETE | SPAN_CAPTURE,
+						},
+						.cap = f->cap,
 					};
 					consumer__handle(&r->consumer, &s, sizeof(s));
 				}
@@ -525,7 +536,8 @@ int record__run(struct record_opts *opts)
 	if (!err)
 		err = choose_specs(&r);
 	if (!err) {
-		err = resolve__probes(&opts->specs, r.targets, r.ntargets, &r.probes, &r.sites,
+		err = resolve__probes(&opts->specs, r.targets, r.ntargets, opts->entry_only,
+				      &r.probes, &r.sites,
 				      r.err, sizeof(r.err));
 		if (err)
 			pr_err("%s", r.err);
@@ -539,7 +551,8 @@ int record__run(struct record_opts *opts)
 	err = open_output(&r);
 	if (err)
 		goto out;
-	consumer__init(&r.consumer, r.writer, &r.probes, r.pids, r.ntargets);
+	consumer__init(&r.consumer, r.writer, &r.probes, r.pids, r.ntargets,
+		       !opts->no_sched && !opts->min_dur_ns, opts->no_args);
 	r.rb = ring_buffer__new(bpf_map__fd(r.skel->maps.events), consumer__handle, &r.consumer,
 				NULL);
 	err = r.rb ? setup_loop(&r) : -errno;

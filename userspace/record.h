@@ -18,6 +18,9 @@ struct record_opts {
 	uint64_t min_dur_ns;
 	const char *output; /* NULL: tracer-COMM-PID-TIME.json */
 	bool no_sched;
+	bool entry_only; /* no return probes: every call an instant */
+	bool no_args;	 /* read nothing from the target's memory: no args, name_from, queues */
+	bool start_paused;
 	uint32_t buffer_mb;
 };
 

@@ -45,8 +45,39 @@ static void sym_cache__free(struct sym_cache *c)
 	free(c->v);
 }
 
+/* The BPF side of a spec: argument indexes in capture order, the queue's slot among them. */
+static void probe__set_cfg(struct probe *p, const struct probe_spec *spec, bool entry_only)
+{
+	struct probe_cfg *c = &p->cfg;
+
+	memset(c, 0, sizeof(*c));
+	p->queue_slot = -1;
+	if (entry_only)
+		c->flags |= PROBE_ENTRY_ONLY;
+	if (spec->name_arg >= 0) {
+		c->flags |= PROBE_NAME_FROM;
+		c->name_arg = spec->name_arg;
+	}
+	for (int i = 0; i < spec->nargs; i++) {
+		if (spec->args[i].idx == ARG_RET) {
+			c->flags |= PROBE_RET;
+			continue;
+		}
+		if (spec->args[i].idx == spec->queue_arg)
+			p->queue_slot = c->nargs;
+		c->arg_idx[c->nargs++] = spec->args[i].idx;
+	}
+	if (spec->queue_role && p->queue_slot < 0 && c->nargs < MAX_ARGS) {
+		p->queue_slot = c->nargs;
+		c->arg_idx[c->nargs++] = spec->queue_arg;
+	}
+	if (c->nargs)
+		c->flags |= PROBE_ARGS;
+}
+
 static int probe_table__add(struct probe_table *t, const struct probe_spec *spec,
-			    const struct mapped_object *o, const struct elf_sym *sym)
+			    const struct mapped_object *o, const struct elf_sym *sym,
+			    bool entry_only)
 {
 	struct probe *p;
 
@@ -62,16 +93,19 @@ static int probe_table__add(struct probe_table *t, const struct probe_spec *spec
 	p->dev = o->dev;
 	p->ino = o->ino;
 	p->offset = sym->offset;
+	p->spec = spec;
+	probe__set_cfg(p, spec, entry_only);
 	return t->cnt++;
 }
 
 static void site__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
-		      uint64_t offset, uint64_t cookie)
+		      uint64_t offset, uint64_t cookie, bool entry_only)
 {
 	struct attach_site *s = NULL;
 
 	for (size_t i = 0; i < sites->cnt && !s; i++)
-		if (sites->v[i].pid == pid && sites->v[i].path == o->open_path)
+		if (sites->v[i].pid == pid && sites->v[i].path == o->open_path &&
+		    sites->v[i].entry_only == entry_only)
 			s = &sites->v[i];
 	if (!s) {
 		sites->v = xrealloc(sites->v, sites->cnt + 1, sizeof(*sites->v));
@@ -80,6 +114,7 @@ static void site__add(struct attach_sites *sites, int pid, const struct mapped_o
 		s->pid = pid;
 		s->path = o->open_path;
 		s->object = o->base;
+		s->entry_only = entry_only;
 	}
 	for (size_t i = 0; i < s->cnt; i++)
 		if (s->offsets[i] == offset)
@@ -165,11 +200,11 @@ static void no_match_error(const struct probe_spec *spec, struct target *targets
 }
 
 int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
-		    struct probe_table *table, struct attach_sites *sites, char *err,
-		    size_t errlen)
+		    bool all_entry_only, struct probe_table *table, struct attach_sites *sites,
+		    char *err, size_t errlen)
 {
 	struct sym_cache cache = { 0 };
-	int ret = 0;
+	int ret = 0, warned_go = 0;
 
 	for (size_t s = 0; s < specs->cnt && !ret; s++) {
 		const struct probe_spec *spec = &specs->v[s];
@@ -184,16 +219,23 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 					continue;
 				object_matched = true;
 				syms = sym_cache__get(&cache, o);
+				if (syms && syms->is_go && !warned_go++)
+					pr_warn("%s is a Go program: its probes are entry-only (return "
+						"probes crash Go's moving stacks); calls show as instants",
+						o->base);
 				for (size_t k = 0; syms && k < syms->cnt; k++) {
 					const struct elf_sym *sym = &syms->syms[k];
+					bool eo;
 					int id;
 
 					/* An IFUNC's address is its resolver's, which runs once at
 					 * load: probing it would show nothing of the calls. */
 					if (sym->ifunc || fnmatch(spec->function, sym->name, 0))
 						continue;
-					id = probe_table__add(table, spec, o, sym);
-					site__add(sites, targets[t].pid, o, sym->offset, id);
+					eo = all_entry_only || spec->entry_only || syms->is_go;
+					id = probe_table__add(table, spec, o, sym, eo);
+					eo = table->v[id].cfg.flags & PROBE_ENTRY_ONLY;
+					site__add(sites, targets[t].pid, o, sym->offset, id, eo);
 					matched = true;
 				}
 			}

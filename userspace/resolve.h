@@ -4,6 +4,7 @@
 #ifndef TRACER_RESOLVE_H
 #define TRACER_RESOLVE_H
 
+#include "events.h"
 #include "probe_spec.h"
 #include "target.h"
 
@@ -17,6 +18,9 @@ struct probe {
 	dev_t dev;
 	ino_t ino;
 	uint64_t offset; /* file offset of the function */
+	const struct probe_spec *spec;
+	struct probe_cfg cfg; /* what the BPF programs capture: spec's arguments, in order */
+	int queue_slot;	      /* index in the captured arguments of the queue's identity */
 };
 
 struct probe_table {
@@ -33,6 +37,7 @@ struct attach_site {
 	uint64_t *offsets;
 	uint64_t *cookies; /* probe ids */
 	size_t cnt;
+	bool entry_only; /* no return probes for these */
 };
 
 struct attach_sites {
@@ -42,9 +47,11 @@ struct attach_sites {
 
 /* Every spec must match at least one function in some target; otherwise err says which spec
  * matched nothing and suggests near names. 0 or -ENOENT / -errno. */
+/* all_entry_only: no return probes at all (--entry-only). Objects built by Go never get
+ * return probes (moving stacks crash with them). */
 int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
-		    struct probe_table *table, struct attach_sites *sites, char *err,
-		    size_t errlen);
+		    bool all_entry_only, struct probe_table *table, struct attach_sites *sites,
+		    char *err, size_t errlen);
 
 void probe_table__free(struct probe_table *table);
 void attach_sites__free(struct attach_sites *sites);

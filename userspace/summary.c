@@ -5,40 +5,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-void summary__init(struct summary *s, const struct probe_table *probes)
+#define SLOTS (2 * SUMMARY_MAX_NAMES)
+
+void summary__init(struct summary *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->nprobes = probes->cnt;
-	s->name_of_probe = xcalloc(probes->cnt, sizeof(uint32_t));
-	s->names = xcalloc(probes->cnt, sizeof(*s->names));
-	for (size_t i = 0; i < probes->cnt; i++) {
-		size_t k;
-
-		for (k = 0; k < s->nnames; k++)
-			if (!strcmp(s->names[k].name, probes->v[i].name))
-				break;
-		if (k == s->nnames) {
-			s->names[k].name = probes->v[i].name;
-			s->names[k].cat = probes->v[i].cat;
-			sketch__init(&s->names[k].sketch);
-			s->nnames++;
-		}
-		s->name_of_probe[i] = k;
-	}
+	s->names = xcalloc(SUMMARY_MAX_NAMES + 1, sizeof(*s->names));
+	s->slots = xcalloc(SLOTS, sizeof(uint32_t));
 }
 
-void summary__span(struct summary *s, const struct span_rec *r)
+static uint32_t hash(const char *name)
 {
-	struct span_stats *st;
-	uint64_t d = r->end_ns - r->start_ns;
+	uint32_t h = 2166136261u;
 
-	if (r->probe_id >= s->nprobes)
-		return;
-	st = &s->names[s->name_of_probe[r->probe_id]];
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h;
+}
+
+static struct span_stats *stats_of(struct summary *s, const char *name, enum category cat)
+{
+	static const char other[] = "(other names)";
+	struct span_stats *st;
+	uint32_t i;
+
+	if (s->nnames >= SUMMARY_MAX_NAMES)
+		name = other;
+	for (i = hash(name) & (SLOTS - 1); s->slots[i]; i = (i + 1) & (SLOTS - 1)) {
+		st = s->names[s->slots[i] - 1];
+		if (!strcmp(st->name, name))
+			return st;
+	}
+	st = xcalloc(1, sizeof(*st));
+	st->name = xstrdup(name);
+	st->cat = cat;
+	sketch__init(&st->sketch);
+	s->names[s->nnames++] = st;
+	s->slots[i] = s->nnames;
+	return st;
+}
+
+void summary__span(struct summary *s, const char *name, enum category cat, uint64_t dur_ns,
+		   bool incomplete)
+{
+	struct span_stats *st = stats_of(s, name, cat);
+
 	st->count++;
-	st->total_ns += d;
-	st->incomplete += !!(r->flags & SPAN_INCOMPLETE);
-	sketch__add(&st->sketch, d);
+	st->total_ns += dur_ns;
+	st->incomplete += incomplete;
+	sketch__add(&st->sketch, dur_ns);
 }
 
 static int by_total(const void *a, const void *b)
@@ -55,7 +70,7 @@ static void print_spans(FILE *f, const struct summary *s)
 	char b[5][32];
 
 	for (size_t i = 0; i < s->nnames; i++)
-		order[i] = &s->names[i];
+		order[i] = s->names[i];
 	qsort(order, s->nnames, sizeof(*order), by_total);
 	fprintf(f, "%-28s %-8s %9s %9s %9s %9s %9s %9s\n", "SPAN", "CATEGORY", "COUNT", "TOTAL",
 		"MEAN", "P50", "P99", "MAX");
@@ -144,7 +159,11 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 
 void summary__free(struct summary *s)
 {
+	for (size_t i = 0; i < s->nnames; i++) {
+		free(s->names[i]->name);
+		free(s->names[i]);
+	}
 	free(s->names);
-	free(s->name_of_probe);
+	free(s->slots);
 	memset(s, 0, sizeof(*s));
 }

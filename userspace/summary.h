@@ -11,22 +11,25 @@
 
 #include <stdio.h>
 
+/* Distinct span names kept apart (name_from can make many); the rest share one row. */
+#define SUMMARY_MAX_NAMES 512
+
 struct span_stats {
-	const char *name;
+	char *name;
 	enum category cat;
 	uint64_t count, total_ns, incomplete;
 	struct sketch sketch;
 };
 
 struct summary {
-	struct span_stats *names; /* one per distinct span name */
+	struct span_stats **names; /* one per distinct span name, in order of appearance */
 	size_t nnames;
-	uint32_t *name_of_probe; /* probe id -> index in names */
-	size_t nprobes;
+	uint32_t *slots; /* open addressing on the name: index + 1 into names, 0 = free */
 };
 
-void summary__init(struct summary *s, const struct probe_table *probes);
-void summary__span(struct summary *s, const struct span_rec *r);
+void summary__init(struct summary *s);
+void summary__span(struct summary *s, const char *name, enum category cat, uint64_t dur_ns,
+		   bool incomplete);
 /* counters: the BPF counters summed over CPUs (CNT_MAX entries). */
 void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
 		    uint64_t wall_ns, const uint64_t *counters);

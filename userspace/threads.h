@@ -29,6 +29,10 @@ struct thread {
 	uint64_t state_ns[TS_MAX];
 	uint64_t queue_ns; /* inside queue-category spans */
 	uint64_t spans;
+	/* A wake-up by a traced thread inside a span, waiting to be drawn as an arrow to this
+	 * thread's span at or after flow_ns. */
+	uint64_t flow_ns;
+	int flow_pid, flow_tid;
 };
 
 struct threads {

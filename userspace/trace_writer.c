@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 #define BUF_SIZE (1 << 20)
-#define BUF_ROOM 4096 /* the longest event line fits in this */
+#define BUF_ROOM 8192 /* the longest event line fits in this */
 /* catapult needs "# tracer:" first; the clock line puts its ftrace clock domain on the JSON
  * events' (monotonic), which it otherwise refuses to align. Escaped for the JSON string. */
 #define SCHED_TEXT_HEADER "# tracer: nop\\n# clock_type=LINUX_CLOCK_MONOTONIC\\n"
@@ -289,41 +289,107 @@ static uint64_t rel(const struct trace_writer *w, uint64_t ns)
 	return ns > w->t0 ? ns - w->t0 : 0;
 }
 
+static char *put_i64(char *p, int64_t v)
+{
+	if (v < 0) {
+		*p++ = '-';
+		return put_u64(p, -(uint64_t)v);
+	}
+	return put_u64(p, v);
+}
+
+static char *put_pid_tid(char *p, int pid, int tid)
+{
+	p = put(p, ",\"pid\":");
+	p = put_u64(p, pid);
+	p = put(p, ",\"tid\":");
+	return put_u64(p, tid);
+}
+
+/* ,"args":{...} with the span's own members and the incomplete mark. */
+static char *put_args(char *p, const char *args, bool incomplete)
+{
+	bool any = args && *args;
+
+	if (!any && !incomplete)
+		return p;
+	p = put(p, ",\"args\":{");
+	if (any)
+		p = put(p, args);
+	if (incomplete)
+		p = put(p, any ? ",\"incomplete\":true" : "\"incomplete\":true");
+	return put(p, "}");
+}
+
 void trace_writer__span(struct trace_writer *w, const struct span_rec *r, const char *name,
-			const char *cat)
+			const char *cat, const char *args)
 {
 	char *p = reserve(w);
+	bool instant = r->flags & SPAN_INSTANT;
 
-	p = put(p, "{\"ph\":\"X\",\"name\":");
+	p = put(p, instant ? "{\"ph\":\"i\",\"s\":\"t\",\"name\":" : "{\"ph\":\"X\",\"name\":");
 	p = put_str(p, name, 256);
 	p = put(p, ",\"cat\":\"");
 	p = put(p, cat);
 	p = put(p, "\",\"ts\":");
 	p = put_us(p, rel(w, r->start_ns));
-	p = put(p, ",\"dur\":");
-	p = put_us(p, r->end_ns - r->start_ns);
-	p = put(p, ",\"pid\":");
-	p = put_u64(p, r->pid);
-	p = put(p, ",\"tid\":");
-	p = put_u64(p, r->tid);
-	if (r->flags & SPAN_INCOMPLETE)
-		p = put(p, ",\"args\":{\"incomplete\":true}");
+	if (!instant) {
+		p = put(p, ",\"dur\":");
+		p = put_us(p, r->end_ns - r->start_ns);
+	}
+	p = put_pid_tid(p, r->pid, r->tid);
+	p = put_args(p, args, r->flags & SPAN_INCOMPLETE);
 	commit(w, put(p, "},\n"));
 }
 
 void trace_writer__instant(struct trace_writer *w, int pid, int tid, uint64_t ts_ns,
-			   const char *name)
+			   const char *name, const char *args)
 {
 	char *p = reserve(w);
 
 	p = put(p, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
 	p = put_str(p, name, 256);
+	p = put(p, ",\"cat\":\"tracer\",\"ts\":");
+	p = put_us(p, rel(w, ts_ns));
+	p = put_pid_tid(p, pid, tid);
+	p = put_args(p, args, false);
+	commit(w, put(p, "},\n"));
+}
+
+void trace_writer__counter(struct trace_writer *w, int pid, uint64_t ts_ns, const char *name,
+			   const char *key, int64_t value)
+{
+	char *p = reserve(w);
+
+	p = put(p, "{\"ph\":\"C\",\"name\":");
+	p = put_str(p, name, 256);
 	p = put(p, ",\"ts\":");
 	p = put_us(p, rel(w, ts_ns));
-	p = put(p, ",\"pid\":");
-	p = put_u64(p, pid);
-	p = put(p, ",\"tid\":");
-	p = put_u64(p, tid);
+	p = put_pid_tid(p, pid, pid);
+	p = put(p, ",\"args\":{");
+	p = put_str(p, key, 64);
+	p = put(p, ":");
+	p = put_i64(p, value);
+	commit(w, put(p, "}},\n"));
+}
+
+void trace_writer__flow(struct trace_writer *w, uint64_t id, int from_pid, int from_tid,
+			uint64_t from_ns, int to_pid, int to_tid, uint64_t to_ns)
+{
+	char *p = reserve(w);
+
+	p = put(p, "{\"ph\":\"s\",\"name\":\"wakeup\",\"cat\":\"wakeup\",\"id\":");
+	p = put_u64(p, id);
+	p = put(p, ",\"ts\":");
+	p = put_us(p, rel(w, from_ns));
+	p = put_pid_tid(p, from_pid, from_tid);
+	commit(w, put(p, "},\n"));
+	p = reserve(w);
+	p = put(p, "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"wakeup\",\"cat\":\"wakeup\",\"id\":");
+	p = put_u64(p, id);
+	p = put(p, ",\"ts\":");
+	p = put_us(p, rel(w, to_ns));
+	p = put_pid_tid(p, to_pid, to_tid);
 	commit(w, put(p, "},\n"));
 }
 

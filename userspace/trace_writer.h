@@ -19,12 +19,20 @@ int trace_writer__open(struct trace_writer **w, const char *path, int fd, uint64
 
 void trace_writer__process_name(struct trace_writer *w, int pid, const char *name);
 void trace_writer__thread_name(struct trace_writer *w, int pid, int tid, const char *name);
-/* One complete slice ("X"). */
+/* One complete slice ("X"); an entry-only call (SPAN_INSTANT) as a thread instant ("i").
+ * args: members of its "args" object as JSON text ("\"n\":3,\"q\":\"0x1f\""), or NULL. */
 void trace_writer__span(struct trace_writer *w, const struct span_rec *r, const char *name,
-			const char *cat);
-/* A thread-scoped instant ("i"), e.g. where data was lost. */
+			const char *cat, const char *args);
+/* A thread-scoped instant ("i"): where recording paused, resumed, or lost data. */
 void trace_writer__instant(struct trace_writer *w, int pid, int tid, uint64_t ts_ns,
-			   const char *name);
+			   const char *name, const char *args);
+/* A counter track ("C") of the process: name's value at ts. */
+void trace_writer__counter(struct trace_writer *w, int pid, uint64_t ts_ns, const char *name,
+			   const char *key, int64_t value);
+/* A flow arrow (v1 "s"/"f", both bound to the slice enclosing their ts) from one thread's
+ * slice to another's. */
+void trace_writer__flow(struct trace_writer *w, uint64_t id, int from_pid, int from_tid,
+			uint64_t from_ns, int to_pid, int to_tid, uint64_t to_ns);
 void trace_writer__switch(struct trace_writer *w, const struct switch_rec *r);
 void trace_writer__wakeup(struct trace_writer *w, const struct wakeup_rec *r);
 

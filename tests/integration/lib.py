@@ -65,6 +65,7 @@ def start_tracer(*args, env=None):
                 break
             p.stderr_lines.append(line)
             if "recording" in line:
+                p.bpf_ids = bpf_ids(p.pid)
                 return p
         elif p.poll() is not None:
             break
@@ -246,10 +247,37 @@ def our_bpf_programs():
     return [pr["name"] for pr in progs if pr.get("name") in mine]
 
 
-def wait_probes_gone(timeout=5):
-    """tracer's programs are freed shortly after it exits (the kernel defers it past an RCU
-    grace period); they must all be gone within the timeout."""
+def bpf_ids(pid):
+    """The BPF programs and links a process holds, from its fds' fdinfo."""
+    ids = set()
+    fddir = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(fddir):
+        try:
+            with open(os.path.join(fddir, fd)) as f:
+                for line in f:
+                    k, _, v = line.partition(":")
+                    if k in ("prog_id", "link_id"):
+                        ids.add((k[:-3], int(v)))
+        except OSError:
+            pass
+    return ids
+
+
+def bpf_object_exists(kind, ident):
+    return subprocess.run(["bpftool", kind, "show", "id", str(ident)],
+                          capture_output=True).returncode == 0
+
+
+def wait_probes_gone(tracer=None, timeout=5):
+    """tracer's programs and links are freed shortly after it exits (the kernel defers it past
+    an RCU grace period); they must all be gone within the timeout. With the tracer process
+    given, its own objects are checked (other tracers may run on the machine); otherwise no
+    program of tracer's may be loaded at all."""
+    def left():
+        if tracer is not None:
+            return [i for i in tracer.bpf_ids if bpf_object_exists(*i)]
+        return our_bpf_programs()
     deadline = time.monotonic() + timeout
-    while our_bpf_programs() and time.monotonic() < deadline:
+    while left() and time.monotonic() < deadline:
         time.sleep(0.1)
-    return our_bpf_programs() == []
+    return left() == []

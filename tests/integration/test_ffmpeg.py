@@ -47,7 +47,7 @@ def test_ffmpeg_decode_and_scale_spans(tmp):
     assert names[ff.pid] == "ffmpeg"
     # ffmpeg's H.264 frame threads show up in the scheduler view
     assert len({s["prev"] for s in sched_lines(trace)} & set(names)) >= 3
-    assert wait_probes_gone()
+    assert wait_probes_gone(tr)
     assert ff.poll() is None, "ffmpeg died"
     ff.send_signal(signal.SIGINT)
     ff.wait(timeout=30)

@@ -1,0 +1,343 @@
+"""Traces opened in a real browser: Debian's headless Chromium with the offline speedscope viewer
+(npm package, fetched by `make viewers`), driven through the DevTools protocol
+(tests/viewers/cdp.py). The browser itself says which threads and spans it shows: the toolbar,
+the sandwich table (DOM) and the labels the flame chart draws on its canvas. Screenshots are kept
+in OUTPUT/artifacts/. Also: the man page renders cleanly and documents every option, and the bash
+completion completes what it should."""
+import contextlib
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import lib
+from lib import (Skip, check_format, finish_tracer, load_trace, sigusr1, spans, start_pipeline,
+                 start_tracer, wait_exit)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "viewers"))
+import cdp  # noqa: E402
+
+# Records every string a page draws on a 2D canvas: speedscope draws span names (trimmed in the
+# middle with an ellipsis when they do not fit) and the time axis with fillText.
+CANVAS_HOOK = """(() => {
+	window.__labels = new Set();
+	const fill = CanvasRenderingContext2D.prototype.fillText;
+	CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+		window.__labels.add(String(text));
+		return fill.call(this, text, ...rest);
+	};
+})();"""
+AXIS_LABEL = re.compile(r"^-?[\d.]+\s*(ns|µs|us|ms|s|min|h)$")
+TOOLBAR = re.compile(r"^(.*) \((\d+)/(\d+)\)$", re.M)
+
+
+def need(condition, what):
+    """Browser tests need Chromium and the viewer; on a developer's machine a missing one skips
+    the test with what to do, in CI it fails (CI must not skip)."""
+    if condition:
+        return
+    if os.environ.get("CI"):
+        raise AssertionError(f"missing in CI: {what}")
+    raise Skip(what)
+
+
+def speedscope_dir():
+    path = os.path.join(lib.OUTPUT, "viewers", "node_modules", "speedscope", "dist", "release")
+    need(os.path.isfile(os.path.join(path, "index.html")),
+         f"speedscope not installed: run make OUTPUT={lib.OUTPUT} viewers")
+    need(shutil.which(cdp.CHROMIUM), "chromium not installed: apt-get install chromium")
+    return path
+
+
+def artifact(src, name):
+    folder = os.path.join(lib.OUTPUT, "artifacts")
+    os.makedirs(folder, exist_ok=True)
+    shutil.copyfile(src, os.path.join(folder, name))
+
+
+@contextlib.contextmanager
+def http_server(root):
+    """Serves root on 127.0.0.1 from a thread; yields the base URL."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        t.join()
+
+
+def record(tmp, *pipeline_args):
+    """A trace of the sample pipeline; returns (path, trace)."""
+    out = os.path.join(tmp, "pipeline-trace.json")
+    pl, pid = start_pipeline(*pipeline_args)
+    tr = start_tracer("-p", pid, "-P", os.path.join(lib.ROOT, "probes", "pipeline.json"), "-o", out)
+    sigusr1(pid)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0, f"pipeline failed: {rc}"
+    trc, err = finish_tracer(tr)
+    assert trc == 0, f"tracer exit {trc}: {err}"
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    return out, trace
+
+
+def expected_profiles(trace):
+    """What speedscope should list: one profile per thread with spans, named from the process
+    and thread names, and the span names on each."""
+    procs, threads = {}, {}
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "M" and e["name"] == "process_name":
+            procs[e["pid"]] = e["args"]["name"]
+        elif e.get("ph") == "M" and e["name"] == "thread_name":
+            threads[(e["pid"], e["tid"])] = e["args"]["name"]
+    names = {}
+    for e in spans(trace):
+        key = (e["pid"], e["tid"])
+        title = f"{procs[e['pid']]} (pid {e['pid']}), {threads[key]} (tid {e['tid']})"
+        names.setdefault(title, set()).add(e["name"])
+    return names
+
+
+def label_matches(label, names):
+    """speedscope trims a label in the middle ("Wait on…Queue") to fit its box."""
+    head, sep, tail = label.partition("…")
+    return any(n == label or (sep and n.startswith(head) and n.endswith(tail)) for n in names)
+
+
+def open_in_speedscope(browser, base, trace_url, timeout=30):
+    """Loads a trace in speedscope; returns what the page shows once it has settled: title,
+    toolbar ((name, index, count); count 1 when there is one profile), body text, and the error
+    speedscope reported (an alert for a format it does not recognise, "Something went wrong" for
+    a failed import)."""
+    browser.dialogs.clear()
+    # the query makes each trace a new page: speedscope reads the hash only when it loads
+    browser.open(f"{base}/viewer/index.html?{trace_url}#profileURL={base}/{trace_url}")
+    deadline = time.monotonic() + timeout
+    while True:
+        text = browser.eval("document.body ? document.body.innerText : ''")
+        loaded = "Time Order" in text  # the view tabs appear with a profile
+        error = "; ".join(browser.dialogs)
+        if "Something went wrong" in text:
+            error = (error + "; " if error else "") + "Something went wrong"
+        if loaded or error or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert loaded or error, f"speedscope neither showed a profile nor an error: {text[:300]}"
+    toolbar = None
+    if loaded:
+        lines = text.split("\n")
+        name = lines[lines.index(next(x for x in lines if "Time Order" in x)) + 1]
+        m = TOOLBAR.match(name)
+        toolbar = (m.group(1), int(m.group(2)), int(m.group(3))) if m else (name, 1, 1)
+    return {"title": browser.eval("document.title"), "text": text, "error": error,
+            "toolbar": toolbar}
+
+
+def nesting_warnings(browser):
+    """speedscope warns when the slices of a thread do not nest."""
+    return [w for w in console_messages(browser, "warning")
+            if "Tried to end" in w or "still open at end of profile" in w]
+
+
+def settle(browser, expression, convert, want, timeout=30):
+    """Polls a page value until convert(value) == want or the time is up; returns the last
+    converted value (the caller asserts on it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = convert(browser.eval(expression))
+        if got == want or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
+def console_messages(browser, level):
+    return [" ".join(str(a.get("value", "")) for a in e["params"]["args"])
+            for e in browser.events
+            if e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] == level]
+
+
+def test_speedscope_shows_threads_and_spans(tmp):
+    viewer = speedscope_dir()
+    # decode-bound, few frames: every thread's spans are wide enough to carry a label
+    path, trace = record(tmp, "--frames", "24", "--bottleneck", "decode")
+    want = expected_profiles(trace)
+    assert len(want) >= 6, want  # reader, 2 decoders, 2 operators, writer
+    os.symlink(viewer, os.path.join(tmp, "viewer"))
+    shot = os.path.join(tmp, "speedscope-pipeline.png")
+    with http_server(tmp) as base, \
+            cdp.Browser(os.path.join(tmp, "chromium"), log=os.path.join(tmp, "chromium.log")) as b:
+        b.call("Runtime.enable")
+        b.on_new_document(CANVAS_HOOK)
+        state = open_in_speedscope(b, base, os.path.basename(path))
+        assert not state["error"], state["text"]
+        assert state["title"] == "pipeline-trace.json - speedscope", state["title"]
+        first, index, count = state["toolbar"]
+        assert (index, count) == (1, len(want)), state["toolbar"]
+        # the profile list in the page (hidden until clicked) names every thread with spans
+        listed = b.eval("document.body.textContent")
+        for title in want:
+            assert title in listed, f"speedscope does not list {title}"
+        b.screenshot(shot)
+        artifact(shot, "speedscope-pipeline.png")
+        seen = set()
+        every_name = set().union(*want.values())
+        for i in range(1, count + 1):
+            name = b.wait_for(f"(() => {{ const m = document.body.innerText.match("
+                              f"/^(.*) \\({i}\\/{count}\\)$/m); return m && m[1]; }})()")
+            assert name in want, f"profile {i}: {name!r} is not a thread of the trace"
+            seen.add(name)
+            # time order: the flame chart draws span names of this thread only
+            labels = b.wait_for("(() => { const l = [...window.__labels].filter(x => "
+                                f"!/{AXIS_LABEL.pattern}/.test(x)); return l.length && l; }})()")
+            assert labels, f"{name}: the flame chart drew no span label"
+            wrong = [lb for lb in labels if not label_matches(lb, want[name])]
+            assert not wrong, f"{name}: labels of spans not on this thread: {wrong}"
+            # sandwich: a table (DOM) with one row per span name of this thread
+            b.press("3")
+            shown = settle(b, "document.body.innerText.includes('Symbol Name') &&"
+                           " document.body.innerText.split('\\n')",
+                           lambda rows: {r.strip() for r in rows or ()} & every_name,
+                           want[name])
+            assert shown == want[name], f"{name}: sandwich shows {shown}, trace has {want[name]}"
+            if i > 1:
+                b.press("1")
+                b.screenshot(shot)
+                artifact(shot, f"speedscope-pipeline-{i}.png")
+                b.press("3")
+            # the next thread, still in the sandwich view; labels drawn from here on are its own
+            b.press("n")
+            if i < count:
+                assert b.wait_for(f"document.body.innerText.includes('({i + 1}/{count})')")
+            b.eval("window.__labels.clear()")
+            b.press("1")
+        assert seen == set(want)
+        warnings = nesting_warnings(b)
+        assert not warnings, warnings[:3]
+
+
+def test_speedscope_reports_broken_files(tmp):
+    """The negative controls: a trace cut off mid-event (as a SIGKILLed recorder leaves it)
+    makes speedscope report an error, and slices that overlap on a thread make it warn; the
+    checks above see both."""
+    viewer = speedscope_dir()
+    os.symlink(viewer, os.path.join(tmp, "viewer"))
+    head = ('{"traceEvents":[\n'
+            '{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"decode-0"}},\n')
+    with open(os.path.join(tmp, "cut.json"), "w") as f:
+        f.write(head + '{"ph":"X","name":"decode_frame","cat":"decode","ts":1.000,"dur":')
+    with open(os.path.join(tmp, "overlap.json"), "w") as f:
+        f.write(head + '{"ph":"X","name":"a","cat":"decode","ts":1.000,"dur":10.000,"pid":1,'
+                '"tid":1},\n{"ph":"X","name":"b","cat":"decode","ts":5.000,"dur":10.000,"pid":1,'
+                '"tid":1}\n],"metadata":{}}\n')
+    shot = os.path.join(tmp, "speedscope-broken.png")
+    with http_server(tmp) as base, \
+            cdp.Browser(os.path.join(tmp, "chromium"), log=os.path.join(tmp, "chromium.log")) as b:
+        b.call("Runtime.enable")
+        cut = open_in_speedscope(b, base, "cut.json")
+        b.screenshot(shot)
+        artifact(shot, "speedscope-broken.png")
+        assert not nesting_warnings(b)
+        overlap = open_in_speedscope(b, base, "overlap.json")
+        assert b.wait_for("document.title.endsWith(' - speedscope')")
+        warnings = nesting_warnings(b)
+    assert "Unrecognized format" in cut["error"], cut
+    assert cut["toolbar"] is None, cut["toolbar"]
+    assert "decode-0" not in cut["text"]
+    assert not overlap["error"] and overlap["toolbar"] == ("decode-0 (pid 1, tid 1)", 1, 1), overlap
+    assert any('Tried to end "a"' in w for w in warnings), warnings
+
+
+def subcommands():
+    """The subcommands main.c registers (its commands[] table)."""
+    with open(os.path.join(lib.ROOT, "userspace", "main.c")) as f:
+        text = f.read()
+    table = text[text.index("commands[] = {"):]
+    return re.findall(r'^\s*\{ "([a-z-]+)", cmd_\w+ \},$', table[:table.index("};")], re.M)
+
+
+def help_options(*sub):
+    """Long and short options in `tracer [SUB] --help`."""
+    p = subprocess.run([lib.TRACER, *sub, "--help"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    opts = set()
+    for line in p.stdout.splitlines():
+        m = re.match(r"^ +(-([A-Za-z0-9]), )?(--[a-z0-9-]+)", line)
+        if m:
+            opts.add(m.group(3))
+            if m.group(2):
+                opts.add("-" + m.group(2))
+    assert opts, f"no options in tracer {' '.join(sub)} --help"
+    return opts
+
+
+def complete(words, env=None):
+    """What completion/tracer.bash offers for a command line whose last word is being typed
+    (words split as bash splits them: '--pid=12' is '--pid', '=', '12')."""
+    script = ('source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); '
+              'COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; _tracer; '
+              'printf "%s\\n" "${COMPREPLY[@]}"')
+    path = os.path.dirname(lib.TRACER) + os.pathsep + os.environ.get("PATH", "")
+    p = subprocess.run(["bash", "--norc", "--noprofile", "-c", script, "bash",
+                        os.path.join(lib.ROOT, "completion", "tracer.bash"), *words],
+                       capture_output=True, text=True, env=dict(os.environ, PATH=path, **(env or {})))
+    assert p.returncode == 0, p.stderr
+    return [x for x in p.stdout.split("\n") if x]
+
+
+def test_bash_completion(tmp):
+    p = subprocess.run(["bash", "--norc", "--noprofile", "-c",
+                        'source "$1" && complete -p tracer', "bash",
+                        os.path.join(lib.ROOT, "completion", "tracer.bash")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip() == "complete -F _tracer tracer", p
+    assert sorted(complete(["tracer", ""])) == sorted(subcommands())
+    assert complete(["tracer", "pa"]) == ["packs"]
+    # options come from the usage texts, so every one of them completes
+    assert set(complete(["tracer", "-"])) == help_options()
+    assert set(complete(["tracer", "record", "--"])) == {o for o in help_options() if o[1] == "-"}
+    for sub in subcommands():
+        assert set(complete(["tracer", sub, "-"])) == help_options(sub), sub
+    # -P: the packs of the packs folder, by name
+    probes = os.path.join(lib.ROOT, "probes")
+    packs = sorted(f[:-5] for f in os.listdir(probes) if f.endswith(".json"))
+    assert sorted(complete(["tracer", "-P", ""], {"TRACER_PROBES": probes})) == packs
+    assert complete(["tracer", "--pack", "=", "pip"], {"TRACER_PROBES": probes}) == ["pipeline"]
+    # -u: the categories
+    assert complete(["tracer", "-u", "op"]) == ["operator:"]
+    # -o: files
+    open(os.path.join(tmp, "run-trace.json"), "w").close()
+    assert complete(["tracer", "-o", os.path.join(tmp, "run-")]) == [
+        os.path.join(tmp, "run-trace.json")]
+    # -p: processes by pid (with their names when several match) or by name, after a comma
+    name = f"zz{os.getpid() % 100000}"
+    exe = os.path.join(tmp, name)
+    shutil.copyfile("/bin/sleep", exe)
+    os.chmod(exe, 0o755)
+    proc = subprocess.Popen([exe, "60"])
+    try:
+        pid = str(proc.pid)
+        assert complete(["tracer", "-p", name[:-1]]) == [pid]
+        assert complete(["tracer", "-p", f"1,{name}"]) == [f"1,{pid}"]
+        got = complete(["tracer", "--pid", "=", pid])
+        assert got == [pid] or f"{pid} ({name})" in got, got
+        every = complete(["tracer", "-p", ""])
+        assert f"{pid} ({name})" in every and f"{os.getpid()} (python3)" in every
+        assert not [c for c in every if c.startswith("2 (")], "kernel threads offered"
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/* A streaming reader of Chrome Trace Event JSON files (plain or gzip), for report, merge and
+ * export. It never holds the file: it walks the top-level object byte by byte and hands out one
+ * item at a time — an event of "traceEvents" (or of a bare top-level array), one ftrace text line
+ * of the "systemTraceEvents" string, the raw "metadata" object — so memory is bounded by the
+ * largest single event, not by the file. tracer's own files have one event per line, but any
+ * valid layout (pretty-printed, reordered keys, bare arrays) reads the same. A file cut short
+ * (a recording killed with SIGKILL) yields every complete item and then says it was truncated. */
+#ifndef TRACER_TRACE_READER_H
+#define TRACER_TRACE_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct trace_reader;
+
+/* What to hand out; the rest is skipped without parsing. */
+#define TR_EVENTS (1u << 0)
+#define TR_SCHED (1u << 1)
+#define TR_METADATA (1u << 2)
+#define TR_ALL (TR_EVENTS | TR_SCHED | TR_METADATA)
+
+/* Events and metadata larger than this are skipped and counted (bounded memory). */
+#define TR_MAX_VALUE (64u << 20)
+/* ftrace lines longer than this are cut (real ones are ~200 bytes). */
+#define TR_MAX_SCHED_LINE 65536
+
+enum trace_item_type {
+	TI_END,
+	TI_EVENT,
+	TI_SCHED,
+	TI_METADATA,
+};
+
+/* Where a value sits in the event's text (len 0: absent), so that merge can rewrite it. */
+struct text_span {
+	uint32_t off, len;
+};
+
+struct trace_event {
+	const char *text; /* the event's JSON text, not NUL-terminated */
+	size_t len;
+	char ph;	  /* first letter of "ph"; 0 if absent */
+	const char *name; /* unescaped; "" if absent */
+	const char *cat;  /* unescaped; "" if absent */
+	const char *arg_name; /* args.name unescaped (thread_name / process_name); NULL if absent */
+	bool has_ts, has_dur, has_pid, has_tid;
+	int64_t ts_ns, dur_ns; /* microseconds in the file, exact nanoseconds here */
+	int64_t pid, tid;
+	struct text_span ts_at, pid_at, tid_at, args_at, id_at, bind_id_at, name_at;
+};
+
+struct trace_item {
+	enum trace_item_type type;
+	struct trace_event ev; /* TI_EVENT */
+	const char *text;      /* TI_SCHED: one line, without '\n'; TI_METADATA: raw JSON */
+	size_t len;
+};
+
+/* Opens path (plain or gzip) to hand out the items in want. 0 or -errno; on error, msg (if
+ * not NULL) says what is wrong in a form fit for "tracer: ...". */
+int trace_reader__open(struct trace_reader **r, const char *path, unsigned want, char *msg,
+		       size_t msglen);
+/* The next item, in file order: 1 with *it filled, 0 at the end, -errno on an error (then
+ * trace_reader__error() says what and where). Pointers in *it stay valid until the next call. */
+int trace_reader__next(struct trace_reader *r, struct trace_item *it);
+/* "FILE:LINE: what is wrong" for the last error. */
+const char *trace_reader__error(const struct trace_reader *r);
+/* The file ended before its top-level value was closed. */
+bool trace_reader__truncated(const struct trace_reader *r);
+/* Events or metadata skipped because they were larger than TR_MAX_VALUE. */
+uint64_t trace_reader__oversized(const struct trace_reader *r);
+/* No "traceEvents" array and no top-level array were seen (call at the end). */
+bool trace_reader__no_events(const struct trace_reader *r);
+void trace_reader__close(struct trace_reader *r);
+
+/* A JSON number of microseconds as exact nanoseconds (rounded half away from zero at 1 ns).
+ * 0 or -EINVAL. */
+int json_us_to_ns(const char *s, size_t len, int64_t *ns);
+/* Decodes the JSON string literal at s (starting at its quote) into out (at most outlen-1
+ * bytes, NUL-terminated). Returns the bytes of s consumed, or 0 if it is not a string. */
+size_t json_unescape(const char *s, size_t len, char *out, size_t outlen);
+/* The length of the JSON value at s (after leading white space is skipped by the caller), or
+ * 0 if it is malformed or cut short. */
+size_t json_value_len(const char *s, size_t len);
+/* Looks up key in the JSON object at s and returns where its value starts (length in *vlen),
+ * or NULL. Only the object's own keys are searched. */
+const char *json_object_get(const char *s, size_t len, const char *key, size_t *vlen);
+
+/* One ftrace text line, as tracer (and the kernel's trace file) writes it:
+ * "comm-tid (tgid) [cpu] flags secs.frac: event: payload". */
+enum ftrace_kind {
+	FT_OTHER,
+	FT_SWITCH,
+	FT_WAKING,
+	FT_WAKEUP,
+	FT_WAKEUP_NEW,
+};
+
+struct ftrace_line {
+	enum ftrace_kind kind;
+	int64_t ts_ns;
+	int cpu;
+	int64_t tid, tgid;	   /* the task the line is about (waker / prev); tgid -1 if absent */
+	int64_t prev_tid, next_tid; /* FT_SWITCH */
+	char prev_state[4];	   /* FT_SWITCH: "R", "R+", "S", "D", ... */
+	int64_t woken_tid;	   /* FT_WAKING, FT_WAKEUP, FT_WAKEUP_NEW */
+	/* numbers to rewrite (merge): the task's tid and tgid, the time, and prev_pid= / pid=
+	 * (a) and next_pid= (b) */
+	struct text_span tid_at, tgid_at, ts_at, a_at, b_at;
+};
+
+/* 0, or -EINVAL for a line that is not an event (comments, blank lines, other formats). */
+int ftrace_line__parse(const char *line, size_t len, struct ftrace_line *out);
+
+#endif
