@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-	make gcc clang llvm pkg-config bpftool	# build: BPF programs, skeleton
+	make gcc g++ clang llvm pkg-config bpftool	# build; g++: libstdc++, the C++ target
 	libbpf-dev libelf-dev zlib1g-dev libcjson-dev	# libraries tracer links against
 	python3 ffmpeg util-linux			# tests: runner, a real pipeline, setpriv
 )

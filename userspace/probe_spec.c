@@ -311,6 +311,7 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 	s->function = xstrdup(function);
 	s->name = name ? xstrdup(name) : NULL;
 	s->origin = xstrdup(where);
+	s->optional = true;
 	return 0;
 }
 

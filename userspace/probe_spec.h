@@ -44,6 +44,7 @@ struct probe_spec {
 	struct arg_spec args[SPEC_MAX_ARGS + 1]; /* at most SPEC_MAX_ARGS arguments and ret */
 	int nargs;
 	bool entry_only; /* no return probe: each call is an instant */
+	bool optional;	 /* a pack's probe: matching nothing in a target is not an error */
 	enum queue_role queue_role; /* a push or pop of the queue identified by queue_arg */
 	int queue_arg;
 };

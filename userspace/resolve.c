@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "resolve.h"
+#include "demangle.h"
 #include "elf_syms.h"
 #include "util.h"
 
@@ -88,7 +89,10 @@ static int probe_table__add(struct probe_table *t, const struct probe_spec *spec
 	p = &t->v[t->cnt];
 	p->cat = spec->cat;
 	p->function = xstrdup(sym->name);
-	p->name = xstrdup(spec->name ? spec->name : sym->name);
+	/* C++: the demangled name without its parameters, "onnx::Conv::Compute" */
+	p->name = xstrdup(spec->name		     ? spec->name
+			  : demangle__get(sym->name) ? demangle__get(sym->name)->base
+						     : sym->name);
 	p->object = xstrdup(o->base);
 	p->dev = o->dev;
 	p->ino = o->ino;
@@ -185,8 +189,11 @@ static void no_match_error(const struct probe_spec *spec, struct target *targets
 			if (fnmatch(spec->object, o->base, 0))
 				continue;
 			syms = sym_cache__get(cache, o);
-			for (size_t k = 0; syms && k < syms->cnt; k++)
-				near__offer(&nr, want, syms->syms[k].name);
+			for (size_t k = 0; syms && k < syms->cnt; k++) {
+				const struct demangled *d = demangle__get(syms->syms[k].name);
+
+				near__offer(&nr, want, d ? d->base : syms->syms[k].name);
+			}
 		}
 	}
 	n = snprintf(err, errlen, "%s: no %s matches '%s'", spec->origin,
@@ -219,10 +226,6 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 					continue;
 				object_matched = true;
 				syms = sym_cache__get(&cache, o);
-				if (syms && syms->is_go && !warned_go++)
-					pr_warn("%s is a Go program: its probes are entry-only (return "
-						"probes crash Go's moving stacks); calls show as instants",
-						o->base);
 				for (size_t k = 0; syms && k < syms->cnt; k++) {
 					const struct elf_sym *sym = &syms->syms[k];
 					bool eo;
@@ -230,8 +233,12 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 
 					/* An IFUNC's address is its resolver's, which runs once at
 					 * load: probing it would show nothing of the calls. */
-					if (sym->ifunc || fnmatch(spec->function, sym->name, 0))
+					if (sym->ifunc || !demangle__match(spec->function, sym->name))
 						continue;
+					if (syms->is_go && !warned_go++)
+						pr_warn("%s is a Go program: its probes are entry-only "
+							"(return probes crash Go's moving stacks); calls "
+							"show as instants", o->base);
 					eo = all_entry_only || spec->entry_only || syms->is_go;
 					id = probe_table__add(table, spec, o, sym, eo);
 					eo = table->v[id].cfg.flags & PROBE_ENTRY_ONLY;
@@ -239,6 +246,12 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 					matched = true;
 				}
 			}
+		}
+		/* A pack covers several libraries; a process may map only some of them. */
+		if (!matched && spec->optional) {
+			pr_debug("%s: nothing matches '%s:%s' here; skipped", spec->origin,
+				 spec->object, spec->function);
+			continue;
 		}
 		if (!matched) {
 			no_match_error(spec, targets, ntargets, &cache, object_matched, err, errlen);

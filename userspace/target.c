@@ -107,15 +107,22 @@ int target__read_maps(struct target *t)
 		t->objs = xrealloc(t->objs, t->nobjs + 1, sizeof(*t->objs));
 		o = &t->objs[t->nobjs];
 		memset(o, 0, sizeof(*o));
+		/* " (deleted)" marks a file replaced on disk; the mapping still works */
+		if (strlen(file) > 10 && !strcmp(file + strlen(file) - 10, " (deleted)"))
+			file[strlen(file) - 10] = 0;
 		if (asprintf(&o->open_path, "/proc/%d/map_files/%lx-%lx", t->pid, start, end) < 0)
 			abort();
+		/* map_files needs CAP_SYS_ADMIN; without it (tracer list as a user), the file
+		 * through the target's root is the next best */
+		if (!is_elf_object(o->open_path) && geteuid()) {
+			free(o->open_path);
+			if (asprintf(&o->open_path, "/proc/%d/root%s", t->pid, file) < 0)
+				abort();
+		}
 		if (!is_elf_object(o->open_path)) {
 			free(o->open_path);
 			continue;
 		}
-		/* " (deleted)" marks a file replaced on disk; the mapping still works */
-		if (strlen(file) > 10 && !strcmp(file + strlen(file) - 10, " (deleted)"))
-			file[strlen(file) - 10] = 0;
 		o->path = xstrdup(file);
 		o->base = xstrdup(strrchr(file, '/') + 1);
 		o->dev = makedev(maj, min);

@@ -339,7 +339,7 @@ static void test_pipeline_pack_lines(void)
 	CHECK(specs.cnt == 7);
 	if (specs.cnt == 7) {
 		CHECK_STR(specs.v[0].origin, "probes/pipeline.json:6");
-		CHECK_STR(specs.v[6].origin, "probes/pipeline.json:12");
+		CHECK_STR(specs.v[6].origin, "probes/pipeline.json:14");
 		CHECK_STR(specs.v[5].name, "Wait on Input Queue");
 		CHECK(specs.v[5].cat == CAT_QUEUE);
 	}

@@ -215,14 +215,14 @@ static uint64_t write_trace(struct trace_writer *w)
 	trace_writer__thread_name(w, 100, 102, "bad\xff\xc0\xafutf");
 	trace_writer__thread_name(w, 100, 103, "caf\xc3\xa9");
 	s = span(100, 101, T0 + 1234567, T0 + 1234567 + 1000, 0);
-	trace_writer__span(w, &s, "decode \"frame\"", "decode");
+	trace_writer__span(w, &s, "decode \"frame\"", "decode", NULL);
 	s = span(100, 102, T0 + 2000000, T0 + 2000001, SPAN_INCOMPLETE);
-	trace_writer__span(w, &s, "queue_pop", "queue");
+	trace_writer__span(w, &s, "queue_pop", "queue", NULL);
 	/* started before the trace's zero: clamped to 0 */
 	s = span(100, 103, T0 - 5, T0 + 995, 0);
-	trace_writer__span(w, &s, "early", "io");
-	trace_writer__instant(w, 100, 101, T0 + 7000000, "lost 3 events");
-	trace_writer__instant(w, 100, 102, T0 + 7000001, "ctl\x02");
+	trace_writer__span(w, &s, "early", "io", NULL);
+	trace_writer__instant(w, 100, 101, T0 + 7000000, "lost 3 events", NULL);
+	trace_writer__instant(w, 100, 102, T0 + 7000001, "ctl\x02", NULL);
 
 	/* a comm with spaces and brackets, and one that fills COMM_LEN without a NUL */
 	memcpy(sw.prev_comm, "my [app] x", 11);
@@ -605,9 +605,70 @@ static void test_write_error(void)
 	if (!w)
 		return;
 	for (int i = 0; i < 30000; i++)
-		trace_writer__span(w, &s, "some_function_name", "operator");
+		trace_writer__span(w, &s, "some_function_name", "operator", NULL);
 	CHECK(trace_writer__error(w) == -ENOSPC);
 	CHECK(trace_writer__close(w, 100, "done", "{}") == -ENOSPC);
+}
+
+/* Span args, entry-only instants, counters and flow arrows, read back with cJSON. */
+static void test_args_counters_flows(void)
+{
+	char path[] = "/tmp/tracer-unit-XXXXXX";
+	int fd = mkstemp(path);
+	struct trace_writer *w;
+	struct span_rec s;
+	const cJSON *ev, *e;
+	cJSON *root;
+	char *text;
+	int n_s = 0, n_f = 0;
+
+	CHECK(fd >= 0 && trace_writer__open(&w, path, fd, T0) == 0);
+	s = span(100, 101, T0 + 1000, T0 + 3000, 0);
+	trace_writer__span(w, &s, "pop", "queue", "\"queue\":\"0x1f\",\"n\":-3");
+	s = span(100, 101, T0 + 5000, T0 + 5000, SPAN_INSTANT | SPAN_INCOMPLETE);
+	trace_writer__span(w, &s, "go_entry", "other", "\"a\":1");
+	trace_writer__counter(w, 100, T0 + 2500, "queue 0x1f", "depth", 4);
+	trace_writer__flow(w, 7, 100, 102, T0 + 2000, 100, 101, T0 + 2100);
+	CHECK(trace_writer__close(w, T0 + 9000, "test", "{}") == 0);
+	text = read_plain(path);
+	unlink(path);
+	root = text ? cJSON_Parse(text) : NULL;
+	CHECK(root != NULL);
+	ev = cJSON_GetObjectItem(root, "traceEvents");
+	e = find_event(ev, "X", 101, "pop");
+	CHECK(e && cJSON_GetObjectItem(e, "args") &&
+	      !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "queue")->valuestring,
+		      "0x1f") &&
+	      cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "n")->valuedouble == -3);
+	e = find_event(ev, "i", 101, "go_entry");
+	CHECK(e && !cJSON_GetObjectItem(e, "dur") &&
+	      cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "incomplete")) &&
+	      cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "a")->valuedouble == 1);
+	cJSON_ArrayForEach(e, ev) {
+		const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+
+		if (!strcmp(ph, "C")) {
+			CHECK_STR(cJSON_GetObjectItem(e, "name")->valuestring, "queue 0x1f");
+			CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "depth")
+				      ->valuedouble == 4);
+			CHECK(cJSON_GetObjectItem(e, "ts")->valuedouble == 2.5);
+		}
+		if (!strcmp(ph, "s")) {
+			n_s++;
+			CHECK(cJSON_GetObjectItem(e, "tid")->valuedouble == 102);
+			CHECK(cJSON_GetObjectItem(e, "id")->valuedouble == 7);
+		}
+		if (!strcmp(ph, "f")) {
+			n_f++;
+			CHECK(cJSON_GetObjectItem(e, "tid")->valuedouble == 101);
+			CHECK_STR(cJSON_GetObjectItem(e, "bp")->valuestring, "e");
+			CHECK(cJSON_GetObjectItem(e, "ts")->valuedouble == 2.1);
+		}
+	}
+	CHECK(n_s == 1 && n_f == 1);
+	CHECK(text && check_event_lines(text) >= 0);
+	cJSON_Delete(root);
+	free(text);
 }
 
 int main(int argc, char **argv)
@@ -621,5 +682,6 @@ int main(int argc, char **argv)
 	RUN(test_whole_file_gzip);
 	RUN(test_sched_text_utf8_chunks);
 	RUN(test_write_error);
+	RUN(test_args_counters_flows);
 	UNIT_EXIT();
 }

@@ -1,0 +1,11 @@
+# C++ test targets (tests/targets/*.cpp), built like the C ones: frame pointers and no
+# -fcf-protection, so that every probed function starts with `push %rbp`.
+CXX_TARGET_SRCS := $(wildcard tests/targets/*.cpp)
+CXX_TARGET_BINS := $(patsubst tests/targets/%.cpp,$(OUTPUT)/targets/%,$(CXX_TARGET_SRCS))
+
+$(OUTPUT)/targets/%: tests/targets/%.cpp | $(OUTPUT)/targets
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -g -O2 -fno-omit-frame-pointer -fcf-protection=none -Wall -Wextra -pthread \
+		$< -o $@
+
+test-bins: $(CXX_TARGET_BINS)
