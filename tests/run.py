@@ -61,7 +61,13 @@ def run_integration(output, only):
             continue
         spec = importlib.util.spec_from_file_location(fname[:-3], os.path.join(folder, fname))
         mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        try:
+            spec.loader.exec_module(mod)
+        except Exception:
+            r = ("fail", fname[:-3], traceback.format_exc())
+            report(r)
+            results.append(r)
+            continue
         tests = [(n, f) for n, f in vars(mod).items() if n.startswith("test_") and callable(f)]
         tests.sort(key=lambda t: t[1].__code__.co_firstlineno)
         for n, f in tests:
