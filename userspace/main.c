@@ -30,6 +30,11 @@ static const char usage_text[] =
 	"      --min-dur DUR        keep only spans at least this long (microseconds, or 50us,\n"
 	"                           2ms); shorter calls are counted, not recorded\n"
 	"      --no-sched           do not record scheduler states\n"
+	"      --entry-only         no return probes: each call is an instant (safe for Go, C++\n"
+	"                           exceptions and coroutines, which return probes can crash)\n"
+	"      --no-args            read nothing from the target's memory (no captured arguments,\n"
+	"                           span names from strings, or queue depths)\n"
+	"      --start-paused       attach but record nothing until SIGUSR1; SIGUSR1 toggles\n"
 	"      --buffer-size MB     ring buffer size, a power of two (default 8)\n"
 	"  -q, --quiet              no summary\n"
 	"  -v, --verbose            debug messages, libbpf's included\n"
@@ -37,6 +42,7 @@ static const char usage_text[] =
 	"  -V, --version            tracer's version\n"
 	"\n"
 	"Recording stops on Ctrl-C, SIGTERM, after -d, or when every target has exited.\n"
+	"SIGUSR1 pauses and resumes it.\n"
 	"\n"
 	"Examples:\n"
 	"  sudo tracer -p $(pidof ffmpeg) -d 5\n"
@@ -72,7 +78,14 @@ static int parse_pids(struct record_opts *o, const char *arg)
 
 static int parse_record(int argc, char **argv, struct record_opts *o)
 {
-	enum { OPT_MIN_DUR = 256, OPT_NO_SCHED, OPT_BUFFER_SIZE };
+	enum {
+		OPT_MIN_DUR = 256,
+		OPT_NO_SCHED,
+		OPT_BUFFER_SIZE,
+		OPT_ENTRY_ONLY,
+		OPT_NO_ARGS,
+		OPT_START_PAUSED,
+	};
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "uprobe", required_argument, NULL, 'u' },
@@ -82,6 +95,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "min-dur", required_argument, NULL, OPT_MIN_DUR },
 		{ "no-sched", no_argument, NULL, OPT_NO_SCHED },
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
+		{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
+		{ "no-args", no_argument, NULL, OPT_NO_ARGS },
+		{ "start-paused", no_argument, NULL, OPT_START_PAUSED },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -124,6 +140,15 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_NO_SCHED:
 			o->no_sched = true;
+			break;
+		case OPT_ENTRY_ONLY:
+			o->entry_only = true;
+			break;
+		case OPT_NO_ARGS:
+			o->no_args = true;
+			break;
+		case OPT_START_PAUSED:
+			o->start_paused = true;
 			break;
 		case OPT_BUFFER_SIZE:
 			if (parse_long(optarg, 1, 1024, &mb) || (mb & (mb - 1)))
@@ -178,6 +203,9 @@ static const struct {
 	{ "record", cmd_record },
 	{ "list", cmd_list },
 	{ "packs", cmd_packs },
+	{ "report", cmd_report },
+	{ "merge", cmd_merge },
+	{ "export", cmd_export },
 };
 
 int main(int argc, char **argv)

@@ -277,6 +277,7 @@ static int setup_loop(struct recording *r)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -296,6 +297,18 @@ static int setup_loop(struct recording *r)
 		epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->targets[i].pidfd, &ev);
 	}
 	return 0;
+}
+
+/* SIGUSR1: pause or resume. While paused, nothing new is recorded; calls in progress still
+ * complete (their returns pop their frames). */
+static void toggle_pause(struct recording *r)
+{
+	bool pause = r->skel->bss->phase == PHASE_RECORDING;
+
+	r->skel->bss->phase = pause ? PHASE_PAUSED : PHASE_RECORDING;
+	ring_buffer__consume(r->rb);
+	consumer__pause(&r->consumer, pause, now_ns());
+	pr_info("%s", pause ? "paused (SIGUSR1 resumes)" : "resumed");
 }
 
 /* Runs until a signal, -d, every target gone, or a write error. */
@@ -319,7 +332,11 @@ static void event_loop(struct recording *r)
 			struct signalfd_siginfo si;
 
 			if (id == UINT64_MAX - 1) {
-				if (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
+				if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
+					continue;
+				if (si.ssi_signo == SIGUSR1)
+					toggle_pause(r);
+				else
 					r->stop_reason = si.ssi_signo == SIGINT	   ? "SIGINT"
 							 : si.ssi_signo == SIGTERM ? "SIGTERM"
 										   : "SIGHUP";
@@ -475,7 +492,9 @@ static int finish(struct recording *r)
 	char *meta;
 	int err;
 
-	r->skel->bss->phase = PHASE_DETACHING;
+	/* paused stays paused: nothing new is recorded either way */
+	if (r->skel->bss->phase != PHASE_PAUSED)
+		r->skel->bss->phase = PHASE_DETACHING;
 	attach__detach(&r->attachment);
 	r->end = now_ns();
 	ring_buffer__consume(r->rb);
@@ -561,6 +580,10 @@ int record__run(struct record_opts *opts)
 		goto out_abort;
 	}
 	add_existing_threads(&r);
+	if (opts->start_paused) {
+		r.skel->bss->phase = PHASE_PAUSED;
+		consumer__pause(&r.consumer, true, now_ns());
+	}
 	err = attach_sched(&r);
 	if (!err) {
 		err = attach__sites(&r.attachment, &r.sites, r.skel->progs.span_enter,
@@ -570,10 +593,13 @@ int record__run(struct record_opts *opts)
 	}
 	if (err)
 		goto out_abort;
-	r.skel->bss->phase = PHASE_RECORDING;
+	if (!opts->start_paused)
+		r.skel->bss->phase = PHASE_RECORDING;
 	pr_info("recording %zu functions in %zu process%s (%s); Ctrl-C to stop",
 		r.attachment.nprobes, r.ntargets, r.ntargets == 1 ? "" : "es",
 		r.attachment.multi ? "uprobe_multi" : "uprobe per function");
+	if (opts->start_paused)
+		pr_info("paused until SIGUSR1 (kill -USR1 %d)", getpid());
 	event_loop(&r);
 	err = finish(&r);
 	goto out;

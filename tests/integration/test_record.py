@@ -229,3 +229,33 @@ def test_no_sched(tmp):
     assert check_format(trace, text) == []
     assert sched_lines(trace) == []
     assert len(spans(trace)) == len(gt["calls"])
+
+
+def test_pause_resume(tmp):
+    out = os.path.join(tmp, "p.json")
+    pl, pid = start_pipeline("--forever", "--bottleneck", "none")
+    sigusr1(pid)
+    tr = start_tracer("-p", pid, "-P", "pipeline", "--start-paused", "-o", out)
+    time.sleep(0.6)
+    tr.send_signal(signal.SIGUSR1)  # resume
+    time.sleep(0.6)
+    tr.send_signal(signal.SIGUSR1)  # pause again
+    time.sleep(0.6)
+    tr.send_signal(signal.SIGINT)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    marks = sorted((e["ts"], e["name"]) for e in trace["traceEvents"]
+                   if e["ph"] == "i" and e["name"] in ("recording paused", "recording resumed"))
+    names = [n for _, n in marks]
+    assert names == ["recording paused", "recording resumed", "recording paused"], marks
+    resumed, paused = marks[1][0], marks[2][0]
+    xs = spans(trace)
+    assert len(xs) > 50
+    # nothing starts while paused; calls under way at the pause still complete
+    assert all(resumed <= e["ts"] <= paused for e in xs), [e for e in xs if not resumed <= e["ts"] <= paused][:3]
+    assert sched_lines(trace) and all(resumed / 1e6 - 0.001 <= s["ts"] <= paused / 1e6 + 0.001
+                                      for s in sched_lines(trace))
+    pl.send_signal(signal.SIGINT)
+    wait_exit(pl)
