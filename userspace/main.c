@@ -203,9 +203,6 @@ static const struct {
 	{ "record", cmd_record },
 	{ "list", cmd_list },
 	{ "packs", cmd_packs },
-	{ "report", cmd_report },
-	{ "merge", cmd_merge },
-	{ "export", cmd_export },
 };
 
 int main(int argc, char **argv)
