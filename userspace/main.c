@@ -203,6 +203,7 @@ static const struct {
 	{ "record", cmd_record },
 	{ "list", cmd_list },
 	{ "packs", cmd_packs },
+	{ "repair", cmd_repair },
 };
 
 int main(int argc, char **argv)

@@ -4,6 +4,7 @@
 #include "consumer.h"
 #include "resolve.h"
 #include "target.h"
+#include "trace_file.h"
 #include "trace_writer.h"
 #include "util.h"
 #include "tracer.skel.h"
@@ -229,11 +230,10 @@ static int open_output(struct recording *r)
 		snprintf(r->path, sizeof(r->path), "%s", r->opts->output);
 	else
 		default_output(r);
-	fd = open(r->path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = trace_file__create(r->path, r->err, sizeof(r->err));
 	if (fd < 0) {
-		err = -errno;
-		pr_err("cannot write %s: %s; choose another file with -o", r->path, strerror(-err));
-		return err;
+		pr_err("%s", r->err);
+		return fd;
 	}
 	r->t0 = now_ns();
 	r->t0_realtime = realtime_ns();
@@ -352,6 +352,8 @@ static void event_loop(struct recording *r)
 		}
 		if (ring_buffer__consume(r->rb) < 0 && trace_writer__error(r->writer))
 			r->stop_reason = "write error";
+		if (trace_writer__error(r->writer))
+			r->stop_reason = "write error";
 		if (deadline && now_ns() >= deadline && !r->stop_reason)
 			r->stop_reason = "duration elapsed";
 	}
@@ -456,6 +458,10 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 	cJSON_AddNumberToObject(m, "t0_realtime_ns", r->t0_realtime);
 	cJSON_AddNumberToObject(m, "duration_ns", r->end - r->t0);
 	cJSON_AddStringToObject(m, "stop_reason", r->stop_reason);
+	if (trace_writer__error(r->writer))
+		cJSON_AddStringToObject(m, "write_error",
+					"writing the trace failed; events after the last one in "
+					"traceEvents, and the scheduler text, are missing");
 	cJSON_AddStringToObject(m, "attach", r->attachment.multi ? "uprobe_multi" : "uprobe");
 	cJSON_AddNumberToObject(m, "min_dur_ns", r->opts->min_dur_ns);
 	a = cJSON_AddArrayToObject(m, "targets");
@@ -510,7 +516,9 @@ static int finish(struct recording *r)
 	r->writer = NULL;
 	free(meta);
 	if (err) {
-		pr_err("writing %s failed: %s; the trace is incomplete", r->path, strerror(-err));
+		pr_err("writing %s failed: %s; recording stopped there (the file ends at the last "
+		       "event that fit%s)", r->path, strerror(-err),
+		       strstr(r->path, ".gz") ? "; a .gz file may be cut short" : " and is valid");
 		return err;
 	}
 	if (verbosity >= VERB_NORMAL)

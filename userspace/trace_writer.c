@@ -31,6 +31,11 @@ struct trace_writer {
 	FILE *sched; /* ftrace text lines, copied into "systemTraceEvents" at the end */
 	uint64_t t0;
 	uint64_t events, bytes, sched_lines;
+	/* File offsets after the last successful flushes: each ends a complete event line, where
+	 * the file can be cut and closed when the disk fills up. */
+	uint64_t good[8];
+	unsigned int ngood;
+	size_t partial; /* bytes of a failed write that did reach the file */
 	int err;
 	size_t len;
 	char buf[BUF_SIZE];
@@ -38,6 +43,7 @@ struct trace_writer {
 
 static int plain_write(struct trace_writer *w, const char *p, size_t len)
 {
+	w->partial = 0;
 	while (len) {
 		ssize_t n = write(w->fd, p, len);
 
@@ -47,6 +53,7 @@ static int plain_write(struct trace_writer *w, const char *p, size_t len)
 			return n < 0 ? -errno : -EIO;
 		p += n;
 		len -= n;
+		w->partial += n;
 	}
 	return 0;
 }
@@ -80,10 +87,37 @@ static int gz_close(struct trace_writer *w)
 static const struct sink_ops plain_ops = { plain_write, plain_close };
 static const struct sink_ops gz_ops = { gz_write, gz_close };
 
+static void good_at(struct trace_writer *w, uint64_t off)
+{
+	w->good[w->ngood++ % 8] = off;
+}
+
+/* A write failed after `partial` bytes of the buffer reached the file: the line ends in that
+ * part are places to cut at, the latest first (earlier ones leave more room for the end). */
+static void note_partial(struct trace_writer *w)
+{
+	static const size_t back[] = { 64 << 10, 16 << 10, 0 };
+
+	for (int i = 0; i < 3; i++) {
+		char *nl;
+
+		if (w->partial <= back[i])
+			continue;
+		nl = memrchr(w->buf, '\n', w->partial - back[i]);
+		if (nl)
+			good_at(w, w->bytes + (nl - w->buf) + 1);
+	}
+}
+
 static void flush(struct trace_writer *w)
 {
-	if (!w->err && w->len)
+	if (!w->err && w->len) {
 		w->err = w->ops->write(w, w->buf, w->len);
+		if (!w->err)
+			good_at(w, w->bytes + w->len);
+		else if (w->ops == &plain_ops)
+			note_partial(w);
+	}
 	w->bytes += w->len;
 	w->len = 0;
 }
@@ -531,11 +565,11 @@ static void write_sched_text(struct trace_writer *w)
 	w->buf[w->len++] = '"';
 }
 
-int trace_writer__close(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
-			const char *metadata_json)
+/* Ends "traceEvents" and writes the rest of the file. */
+static void write_footer(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
+			 const char *metadata_json, bool sched_text)
 {
 	char *p = reserve(w);
-	int ret;
 
 	/* The last event has no comma after it. */
 	p = put(p, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording stopped\",\"pid\":0,\"tid\":0,"
@@ -544,19 +578,58 @@ int trace_writer__close(struct trace_writer *w, uint64_t end_ns, const char *sto
 	p = put(p, ",\"args\":{\"reason\":");
 	p = put_str(p, stop_reason, 128);
 	commit(w, put(p, "}}\n],\n\"systemTraceEvents\":"));
-	write_sched_text(w);
+	if (sched_text) {
+		write_sched_text(w);
+	} else {
+		p = reserve(w);
+		commit(w, put(p, "\"" SCHED_TEXT_HEADER "\""));
+	}
 	flush(w);
-	reserve(w);
 	w->len = snprintf(w->buf, 16, ",\n\"metadata\":");
 	flush(w);
 	if (!w->err)
 		w->err = w->ops->write(w, metadata_json, strlen(metadata_json));
 	w->len = snprintf(w->buf, 16, "}\n");
 	flush(w);
-	ret = w->ops->close(w);
+}
+
+/* The disk filled up: cut the file at the latest complete event line that leaves room for the
+ * footer (without the scheduler text), so what was written stays a valid trace. */
+static int recover_plain(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
+			 const char *metadata_json)
+{
+	static const char header[] = "{\"traceEvents\":[\n";
+	unsigned int n = w->ngood < 8 ? w->ngood : 8;
+
+	for (int k = 0; k <= (int)n; k++) {
+		uint64_t off = k < (int)n ? w->good[(w->ngood - 1 - k) % 8] : 0;
+
+		if (ftruncate(w->fd, off) || lseek(w->fd, off, SEEK_SET) < 0)
+			return -errno;
+		w->err = 0;
+		w->len = 0;
+		w->bytes = off;
+		if (!off)
+			w->len = snprintf(w->buf, BUF_SIZE, "%s", header);
+		write_footer(w, end_ns, stop_reason, metadata_json, false);
+		if (!w->err)
+			return 0;
+	}
+	return w->err;
+}
+
+int trace_writer__close(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
+			const char *metadata_json)
+{
+	int ret, first_err;
+
 	if (!w->err)
-		w->err = ret;
-	ret = w->err;
+		write_footer(w, end_ns, stop_reason, metadata_json, true);
+	first_err = w->err;
+	if (first_err && w->ops == &plain_ops)
+		recover_plain(w, end_ns, stop_reason, metadata_json);
+	ret = w->ops->close(w);
+	ret = first_err ? first_err : ret;
 	fclose(w->sched);
 	free(w);
 	return ret;

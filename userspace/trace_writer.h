@@ -43,7 +43,9 @@ uint64_t trace_writer__bytes(const struct trace_writer *w);
 int trace_writer__error(const struct trace_writer *w);
 
 /* Ends "traceEvents" with a global "recording stopped" instant at end_ns, appends the
- * scheduler text and metadata_json (a JSON object), closes the file. Returns 0 or -errno. */
+ * scheduler text and metadata_json (a JSON object), closes the file. Returns 0 or the -errno of
+ * the first failed write: a plain file is then cut at its last complete event line that leaves
+ * room for the end (without the scheduler text), so it stays a valid trace. */
 int trace_writer__close(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
 			const char *metadata_json);
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum verbosity verbosity = VERB_NORMAL;
 int cmdline_argc;
@@ -186,6 +187,20 @@ int edit_distance(const char *a, const char *b, int cap)
 			return cap;
 	}
 	return row[lb] < cap ? row[lb] : cap;
+}
+
+void invoking_user(uid_t *uid, gid_t *gid)
+{
+	const char *su = getenv("SUDO_UID"), *sg = getenv("SUDO_GID");
+	long v;
+
+	*uid = getuid();
+	*gid = getgid();
+	if (su && sg && !parse_long(su, 0, 0x7fffffff, &v)) {
+		*uid = v;
+		if (!parse_long(sg, 0, 0x7fffffff, &v))
+			*gid = v;
+	}
 }
 
 static void *oom(void *p)

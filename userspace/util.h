@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum verbosity { VERB_QUIET, VERB_NORMAL, VERB_DEBUG };
 extern enum verbosity verbosity;
@@ -33,6 +34,9 @@ const char *fmt_duration(uint64_t ns, char *buf, size_t len);
 
 /* Levenshtein distance, capped at cap (returns cap when larger). */
 int edit_distance(const char *a, const char *b, int cap);
+
+/* The user who ran tracer: SUDO_UID/SUDO_GID under sudo, else the real ids. */
+void invoking_user(uid_t *uid, gid_t *gid);
 
 char *xstrdup(const char *s); /* aborts on out-of-memory: nothing sensible is left to do */
 void *xcalloc(size_t n, size_t size);

@@ -1,0 +1,97 @@
+"""The trace file: created safely, handed to the invoking user, valid whatever stops the
+recording (disk full, SIGKILL + tracer repair)."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import lib
+from lib import (check_format, finish_tracer, load_trace, run_tracer, sigusr1, spans,
+                 start_pipeline, start_tracer, wait_exit)
+
+
+def test_disk_full_leaves_a_valid_file(tmp):
+    mnt = os.path.join(tmp, "small")
+    os.mkdir(mnt)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt], check=True)
+    try:
+        out = os.path.join(mnt, "t.json")
+        pl, pid = start_pipeline("--forever", "--bottleneck", "none")
+        sigusr1(pid)
+        rc, err = run_tracer("-p", pid, "-P", "pipeline", "-o", out, "-d", "20")
+        assert rc == 1, err
+        lines = [l for l in err.splitlines() if "No space left on device" in l]
+        assert len(lines) == 1 and out in lines[0], err
+        trace, text = load_trace(out)
+        assert check_format(trace, text) == []
+        assert trace["metadata"]["stop_reason"] == "write error"
+        assert "write_error" in trace["metadata"]
+        assert len(spans(trace)) > 100
+        pl.send_signal(signal.SIGINT)
+        assert wait_exit(pl)[0] == 0
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+def test_sigkill_then_repair(tmp):
+    out = os.path.join(tmp, "k.json")
+    pl, pid = start_pipeline("--forever", "--bottleneck", "none")
+    sigusr1(pid)
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out)
+    time.sleep(2)
+    tr.kill()
+    tr.wait()
+    with open(out) as f:
+        text = f.read()
+    complete = [l for l in text.split("\n")[1:] if l.endswith("},")]
+    assert len(complete) > 100
+    try:
+        json.loads(text)
+        raise AssertionError("a killed recording should be cut short")
+    except ValueError:
+        pass
+    rc, err = run_tracer("repair", out)
+    assert rc == 0 and "repaired" in err, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    assert trace["metadata"]["repaired"] is True
+    # every complete event line was kept, plus the closing instant
+    assert len(trace["traceEvents"]) == len(complete) + 1
+    rc, err = run_tracer("repair", out)
+    assert rc == 0 and "nothing to repair" in err
+    # the target ran on unharmed
+    assert lib.alive(pid)
+    pl.send_signal(signal.SIGINT)
+    assert wait_exit(pl)[0] == 0
+
+
+def test_output_file_safety(tmp):
+    pl, pid = start_pipeline("--frames", "5")
+    target = os.path.join(tmp, "victim")
+    with open(target, "w") as f:
+        f.write("precious\n")
+    link = os.path.join(tmp, "link.json")
+    os.symlink(target, link)
+    rc, err = run_tracer("-p", pid, "-P", "pipeline", "-o", link)
+    assert rc == 1 and "symbolic link" in err, err
+    other = os.path.join(tmp, "other.json")
+    with open(other, "w") as f:
+        f.write("someone else's\n")
+    os.chown(other, 65534, 65534)
+    rc, err = run_tracer("-p", pid, "-P", "pipeline", "-o", other)
+    assert rc == 1 and "belongs to another user" in err, err
+    with open(target) as f:
+        assert f.read() == "precious\n"
+    with open(other) as f:
+        assert f.read() == "someone else's\n"
+    # through sudo, the trace belongs to the user who asked for it, readable by them only
+    out = os.path.join(tmp, "mine.json")
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out,
+                      env={"SUDO_UID": "65534", "SUDO_GID": "65534"})
+    sigusr1(pid)
+    wait_exit(pl)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    st = os.stat(out)
+    assert (st.st_uid, st.st_gid) == (65534, 65534) and st.st_mode & 0o777 == 0o600
