@@ -5,6 +5,8 @@
 
 const volatile __u64 min_dur_ns = 0;
 const volatile __u64 wakeup_bytes = 2 << 20;
+/* Launch mode: the command tracer started, stopped at its entry point to attach. */
+const volatile __u32 launch_pid = 0;
 
 /* Written by userspace while the probes are live (enum record_phase): while attaching, a return
  * may come from a call entered before its entry probe was attached; while detaching or paused,
@@ -125,6 +127,16 @@ int BPF_KRETPROBE(span_exit)
 unmatched:
 	if (phase == PHASE_RECORDING)
 		count(CNT_UNMATCHED_RETS);
+	return 0;
+}
+
+/* On the launched command's ELF entry point: its libraries are mapped, none of its own code
+ * has run. Stop it there until every probe is attached. */
+SEC("uprobe")
+int BPF_KPROBE(stop_at_entry)
+{
+	if (bpf_get_current_pid_tgid() >> 32 == launch_pid)
+		bpf_send_signal(19 /* SIGSTOP */);
 	return 0;
 }
 

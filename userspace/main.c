@@ -11,12 +11,15 @@
 
 static const char usage_text[] =
 	"Usage: tracer [record] -p PID[,PID...] [options]\n"
+	"       tracer [record] [options] -- COMMAND [ARGS...]\n"
 	"\n"
 	"Attach to a running pipeline and record its function spans and scheduler states into a\n"
 	"Chrome Trace Event JSON file (open it in ui.perfetto.dev or chrome://tracing).\n"
 	"\n"
 	"Target:\n"
 	"  -p, --pid PID[,PID...]   processes to trace\n"
+	"  -- COMMAND [ARGS...]     start COMMAND (as the invoking user under sudo), attach before\n"
+	"                           its code runs, record until it exits, exit with its status\n"
 	"\n"
 	"Probes (default: every pack in the packs folder whose \"when\" matches the target):\n"
 	"  -u, --uprobe SPEC        CATEGORY:OBJECT:FUNCTION; OBJECT and FUNCTION are globs over\n"
@@ -47,7 +50,8 @@ static const char usage_text[] =
 	"Examples:\n"
 	"  sudo tracer -p $(pidof ffmpeg) -d 5\n"
 	"  sudo tracer -p 1234 -u 'decode:libavcodec.so.*:avcodec_send_*' -o decode.json.gz\n"
-	"  sudo tracer -p 1234 -P pipeline --min-dur 50us\n";
+	"  sudo tracer -p 1234 -P pipeline --min-dur 50us\n"
+	"  sudo tracer -o run.json -- ffmpeg -i in.mp4 -f null -\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -110,7 +114,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 
 	o->buffer_mb = 8;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:u:P:d:o:qvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:u:P:d:o:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_pids(o, optarg))
@@ -175,10 +179,15 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (!o->npids)
-		return usage_error("%s", "no target: give -p PID");
+	if (optind < argc && !strcmp(argv[optind - 1], "--"))
+		o->cmd = &argv[optind];
+	else if (optind < argc)
+		return usage_error("unexpected argument '%s' (a command to launch goes after --)",
+				   argv[optind]);
+	if (o->cmd && o->npids)
+		return usage_error("%s", "give -p PID or -- COMMAND, not both");
+	if (!o->npids && !o->cmd)
+		return usage_error("%s", "no target: give -p PID, or -- COMMAND to launch one");
 	return 0;
 }
 

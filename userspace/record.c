@@ -2,6 +2,7 @@
 #include "record.h"
 #include "attach.h"
 #include "consumer.h"
+#include "launch.h"
 #include "resolve.h"
 #include "target.h"
 #include "trace_file.h"
@@ -46,6 +47,7 @@ struct recording {
 	struct tracer_bpf *skel;
 	struct bpf_link **sched_links;
 	size_t nsched;
+	pid_t launched; /* launch mode: the command's pid */
 	struct ring_buffer *rb;
 	struct trace_writer *writer;
 	struct consumer consumer;
@@ -138,11 +140,14 @@ static int choose_specs(struct recording *r)
 	return 0;
 }
 
-static int load_bpf(struct recording *r, bool multi)
+/* Opens and loads the BPF object. The probe table is sized to the resolved probes, or to its
+ * maximum when they are not known yet (launch mode loads before the command's libraries are
+ * mapped). */
+static int load_bpf(struct recording *r)
 {
 	struct record_opts *o = r->opts;
-	struct tracer_bpf *skel;
 	uint32_t rb_size = o->buffer_mb << 20;
+	struct tracer_bpf *skel;
 	int err;
 
 	skel = tracer_bpf__open();
@@ -153,12 +158,15 @@ static int load_bpf(struct recording *r, bool multi)
 	r->skel = skel;
 	skel->rodata->min_dur_ns = o->min_dur_ns;
 	skel->rodata->wakeup_bytes = rb_size / 4;
+	skel->rodata->launch_pid = r->launched;
 	bpf_map__set_max_entries(skel->maps.events, rb_size);
-	bpf_map__set_max_entries(skel->maps.probe_cfgs, r->probes.cnt ? r->probes.cnt : 1);
-	if (multi) {
+	bpf_map__set_max_entries(skel->maps.probe_cfgs,
+				 r->launched ? MAX_PROBES : r->probes.cnt ? r->probes.cnt : 1);
+	if (r->attachment.multi) {
 		bpf_program__set_expected_attach_type(skel->progs.span_enter, TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.span_exit, TRACE_UPROBE_MULTI);
 	}
+	bpf_program__set_autoload(skel->progs.stop_at_entry, r->launched != 0);
 	if (o->no_sched) {
 		bpf_program__set_autoload(skel->progs.on_switch, false);
 		bpf_program__set_autoload(skel->progs.on_waking, false);
@@ -166,10 +174,21 @@ static int load_bpf(struct recording *r, bool multi)
 		bpf_program__set_autoload(skel->progs.on_wakeup_new, false);
 	}
 	err = tracer_bpf__load(skel);
-	if (err) {
+	if (err)
 		pr_err("cannot load the BPF programs: %s (run with -v for the verifier's log)",
 		       strerror(-err));
-		return err;
+	return err;
+}
+
+/* The traced processes and what each probe captures. */
+static int fill_maps(struct recording *r)
+{
+	struct tracer_bpf *skel = r->skel;
+
+	if (r->probes.cnt > bpf_map__max_entries(skel->maps.probe_cfgs)) {
+		pr_err("%zu functions to probe: at most %u; narrow the -u patterns", r->probes.cnt,
+		       bpf_map__max_entries(skel->maps.probe_cfgs));
+		return -E2BIG;
 	}
 	for (size_t i = 0; i < r->ntargets; i++) {
 		__u32 pid = r->pids[i];
@@ -180,11 +199,55 @@ static int load_bpf(struct recording *r, bool multi)
 	for (__u32 id = 0; id < r->probes.cnt; id++) {
 		struct probe_cfg cfg = r->probes.v[id].cfg;
 
-		if (o->no_args)
+		if (r->opts->no_args)
 			cfg.flags &= ~(PROBE_ARGS | PROBE_RET | PROBE_NAME_FROM);
 		bpf_map__update_elem(skel->maps.probe_cfgs, &id, sizeof(id), &cfg, sizeof(cfg),
 				     BPF_ANY);
 	}
+	return 0;
+}
+
+/* Launch mode: start the command held at its exec, load the programs, let it run to its entry
+ * point (libraries mapped, none of its code run) and stop it there. */
+static int launch(struct recording *r)
+{
+	struct record_opts *o = r->opts;
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct bpf_link *stop;
+	uint64_t entry;
+	char exe[64];
+	int err;
+
+	err = launch__start(o->cmd, &r->launched, r->err, sizeof(r->err));
+	if (err) {
+		pr_err("%s", r->err);
+		return err;
+	}
+	err = launch__entry_offset(r->launched, &entry);
+	if (err) {
+		pr_err("cannot find the entry point of %s: %s", o->cmd[0], strerror(-err));
+		return err;
+	}
+	err = load_bpf(r);
+	if (err)
+		return err;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", r->launched);
+	stop = bpf_program__attach_uprobe_opts(r->skel->progs.stop_at_entry, r->launched, exe,
+					       entry, &uo);
+	if (!stop) {
+		pr_err("cannot stop %s at its entry point: %s", o->cmd[0], strerror(errno));
+		return -errno;
+	}
+	err = launch__run_to_entry(r->launched, r->err, sizeof(r->err));
+	bpf_link__destroy(stop);
+	if (err) {
+		pr_err("%s", r->err);
+		r->launched = 0; /* reaped */
+		return err;
+	}
+	o->pids = xrealloc(o->pids, 1, sizeof(int));
+	o->pids[0] = r->launched;
+	o->npids = 1;
 	return 0;
 }
 
@@ -559,20 +622,22 @@ int record__run(struct record_opts *opts)
 		pr_err("need root: uprobes need CAP_SYS_ADMIN; run with sudo");
 		return 1;
 	}
-	err = open_targets(&r);
+	r.attachment.multi = attach__multi_supported();
+	err = opts->cmd ? launch(&r) : 0;
+	if (!err)
+		err = open_targets(&r);
 	if (!err)
 		err = choose_specs(&r);
 	if (!err) {
 		err = resolve__probes(&opts->specs, r.targets, r.ntargets, opts->entry_only,
-				      &r.probes, &r.sites,
-				      r.err, sizeof(r.err));
+				      &r.probes, &r.sites, r.err, sizeof(r.err));
 		if (err)
 			pr_err("%s", r.err);
 	}
-	if (err)
-		goto out;
-	r.attachment.multi = attach__multi_supported();
-	err = load_bpf(&r, r.attachment.multi);
+	if (!err && !r.skel)
+		err = load_bpf(&r);
+	if (!err)
+		err = fill_maps(&r);
 	if (err)
 		goto out;
 	err = open_output(&r);
@@ -603,6 +668,8 @@ int record__run(struct record_opts *opts)
 		goto out_abort;
 	if (!opts->start_paused)
 		r.skel->bss->phase = PHASE_RECORDING;
+	if (r.launched)
+		kill(r.launched, SIGCONT);
 	pr_info("recording %zu functions in %zu process%s (%s); Ctrl-C to stop",
 		r.attachment.nprobes, r.ntargets, r.ntargets == 1 ? "" : "es",
 		r.attachment.multi ? "uprobe_multi" : "uprobe per function");
@@ -618,5 +685,11 @@ out_abort:
 	r.writer = NULL;
 out:
 	cleanup(&r);
+	if (r.launched && err) {
+		kill(r.launched, SIGKILL); /* not traced as asked: do not let it run */
+		launch__exit_status(r.launched);
+	}
+	if (r.launched && !err)
+		return launch__exit_status(r.launched);
 	return err ? 1 : 0;
 }

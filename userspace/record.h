@@ -11,6 +11,7 @@
 struct record_opts {
 	int *pids;
 	size_t npids;
+	char **cmd; /* launch mode: the command and its arguments (NULL-terminated) */
 	struct probe_specs specs; /* from -u, in order */
 	char **packs;		  /* -P names or paths */
 	size_t npacks;
@@ -24,7 +25,7 @@ struct record_opts {
 	uint32_t buffer_mb;
 };
 
-/* Returns the process exit status: 0 recorded, 1 failed. */
+/* Returns the process exit status: 0 recorded, 1 failed; in launch mode, the command's. */
 int record__run(struct record_opts *opts);
 
 #endif
