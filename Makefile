@@ -83,13 +83,13 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 
 $(OUTPUT)/targets/%: tests/targets/%.c | $(OUTPUT)/targets
 	$(call msg,CC,$@)
-	$(Q)$(CC) -g -O2 -fno-omit-frame-pointer -fcf-protection=none -Wall -Wextra -pthread $< -o $@
+	$(Q)$(CC) -g -O2 -fno-omit-frame-pointer -fcf-protection=none -Wall -Wextra -pthread $< -o $@ -ldl
 
 -include tests/unit/fixtures.mk
 # Further parts of the build (benchmarks, fuzzers, ...), one file each.
 -include $(wildcard mk/*.mk)
 
-test-bins: tracer $(UNIT_BINS) $(TARGET_BINS) $(OUTPUT)/fixtures/stamp
+test-bins: tracer $(UNIT_BINS) $(TARGET_BINS) $(OUTPUT)/fixtures/stamp viewers
 
 check: test-bins
 	$(Q)python3 tests/run.py --output $(OUTPUT)
@@ -97,7 +97,7 @@ check: test-bins
 demo: tracer $(OUTPUT)/targets/pipeline
 	$(Q)scripts/demo.sh
 
-install: tracer
+install: tracer install-extras
 	install -Dm755 $(OUTPUT)/tracer $(DESTDIR)$(PREFIX)/bin/tracer
 	install -d $(DESTDIR)$(PREFIX)/share/tracer/probes
 	install -m644 probes/*.json $(DESTDIR)$(PREFIX)/share/tracer/probes/

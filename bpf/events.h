@@ -128,7 +128,9 @@ enum task_event {
 	TASK_NEW,    /* fork or clone: tid is the child */
 	TASK_EXIT,
 	TASK_RENAME,
-	TASK_EXEC,
+	TASK_EXEC,   /* with --follow the process is stopped (SIGSTOP) until userspace resumes it */
+	TASK_SEEN,   /* -a: a process called a probed function for the first time */
+	TASK_AT_ENTRY, /* a followed process reached its entry point and is stopped there */
 };
 
 struct task_rec {

@@ -89,32 +89,15 @@ int BPF_PROG(on_wakeup_new, struct task_struct *p)
 	return wakeup(p, WAKEUP_NEW);
 }
 
-static __always_inline void task_event(struct task_struct *t, struct task_struct *parent,
-				       __u32 event, const char *comm)
-{
-	struct task_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-
-	if (!r) {
-		count(CNT_LOST_TASK);
-		return;
-	}
-	r->type = REC_TASK;
-	r->event = event;
-	r->ts = bpf_ktime_get_ns();
-	r->pid = t->tgid;
-	r->tid = t->pid;
-	r->parent_pid = parent ? parent->tgid : 0;
-	r->parent_tid = parent ? parent->pid : 0;
-	copy_comm(r->comm, comm);
-	/* Thread life is rare and the reader wants names early: always wake it. */
-	bpf_ringbuf_submit(r, 0);
-}
-
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (is_target(parent->tgid))
-		task_event(child, parent, TASK_NEW, child->comm);
+	if (!is_target(parent->tgid))
+		return 0;
+	/* --follow: a new process is traced from its first instruction */
+	if (follow && child->pid == child->tgid)
+		add_target(child->tgid);
+	task_event(child, parent, TASK_NEW, child->comm);
 	return 0;
 }
 
@@ -152,11 +135,16 @@ int BPF_PROG(on_rename, struct task_struct *t, const char *comm)
 	return 0;
 }
 
+/* A followed process runs a new program: stop it (it is current) until userspace has set up a
+ * stop at the new program's entry point, where its libraries are mapped. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
-	if (is_target(p->tgid))
-		task_event(p, NULL, TASK_EXEC, p->comm);
+	if (!is_target(p->tgid))
+		return 0;
+	task_event(p, NULL, TASK_EXEC, p->comm);
+	if (follow)
+		bpf_send_signal(19 /* SIGSTOP */);
 	return 0;
 }
 

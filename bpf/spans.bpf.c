@@ -7,6 +7,26 @@ const volatile __u64 min_dur_ns = 0;
 const volatile __u64 wakeup_bytes = 2 << 20;
 /* Launch mode: the command tracer started, stopped at its entry point to attach. */
 const volatile __u32 launch_pid = 0;
+const volatile bool filter_tgid = false;
+const volatile bool follow = false;
+const volatile bool system_wide = false;
+
+/* Whether this call is traced, with probes shared by every process that maps the object
+ * (pid-filtered links need no check). -a takes in any process on its first call. */
+static __always_inline bool traced_process(bool entry)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!filter_tgid || is_target(tgid))
+		return true;
+	if (!system_wide || !entry)
+		return false;
+	add_target(tgid);
+	/* named after the process (its main thread), not the thread that called */
+	task_event(bpf_get_current_task_btf(), NULL, TASK_SEEN,
+		   bpf_get_current_task_btf()->group_leader->comm);
+	return true;
+}
 
 /* Written by userspace while the probes are live (enum record_phase): while attaching, a return
  * may come from a call entered before its entry probe was attached; while detaching or paused,
@@ -64,7 +84,7 @@ int BPF_KPROBE(span_enter)
 	struct frame *f;
 	__u32 d;
 
-	if (phase >= PHASE_DETACHING)
+	if (phase >= PHASE_DETACHING || !traced_process(true))
 		return 0;
 	cfg = bpf_map_lookup_elem(&probe_cfgs, &id);
 	if (!cfg)
@@ -108,6 +128,8 @@ int BPF_KRETPROBE(span_exit)
 	struct frame *f;
 	__u32 top;
 
+	if (!traced_process(false))
+		return 0;
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st)
 		goto unmatched;
@@ -135,8 +157,16 @@ unmatched:
 SEC("uprobe")
 int BPF_KPROBE(stop_at_entry)
 {
-	if (bpf_get_current_pid_tgid() >> 32 == launch_pid)
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (tgid == launch_pid) {
 		bpf_send_signal(19 /* SIGSTOP */);
+	} else if (bpf_map_delete_elem(&stop_pids, &tgid) == 0) {
+		/* a followed exec: userspace attaches to the new program, then resumes it */
+		task_event(bpf_get_current_task_btf(), NULL, TASK_AT_ENTRY,
+			   bpf_get_current_task_btf()->comm);
+		bpf_send_signal(19 /* SIGSTOP */);
+	}
 	return 0;
 }
 

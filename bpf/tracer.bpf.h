@@ -17,6 +17,10 @@
 /* Settings written by userspace before load. */
 extern const volatile __u64 min_dur_ns;
 extern const volatile __u64 wakeup_bytes;
+/* Probes attached to every process mapping an object (--follow, -a): filter by tgid here. */
+extern const volatile bool filter_tgid;
+extern const volatile bool follow;	/* children of traced processes are traced */
+extern const volatile bool system_wide; /* -a: any process calling a probed function */
 /* enum record_phase, written by userspace while recording. */
 extern volatile __u32 phase;
 
@@ -67,6 +71,42 @@ static __always_inline void count(enum counter c)
 static __always_inline bool is_target(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+static __always_inline void add_target(__u32 tgid)
+{
+	__u8 one = 1;
+
+	bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+}
+
+/* Processes to stop at their entry point once their libraries are mapped (followed execs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} stop_pids __weak SEC(".maps");
+
+static __always_inline void task_event(struct task_struct *t, struct task_struct *parent,
+				       __u32 event, const char *comm)
+{
+	struct task_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		count(CNT_LOST_TASK);
+		return;
+	}
+	r->type = REC_TASK;
+	r->event = event;
+	r->ts = bpf_ktime_get_ns();
+	r->pid = t->tgid;
+	r->tid = t->pid;
+	r->parent_pid = parent ? parent->tgid : 0;
+	r->parent_tid = parent ? parent->pid : 0;
+	bpf_probe_read_kernel_str(r->comm, COMM_LEN, comm);
+	/* Thread life is rare and the reader wants names early: always wake it. */
+	bpf_ringbuf_submit(r, 0);
 }
 
 /* Wake the reader only when the ring is filling up: a wake-up per record costs the traced

@@ -9,3 +9,10 @@ $(OUTPUT)/targets/%: tests/targets/%.cpp | $(OUTPUT)/targets
 		$< -o $@
 
 test-bins: $(CXX_TARGET_BINS)
+
+# A plugin the spawner target loads with dlopen after tracer attached.
+$(OUTPUT)/targets/libplugin.so: tests/targets/plugin/plugin.c | $(OUTPUT)/targets
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fPIC -shared -fno-omit-frame-pointer -fcf-protection=none $< -o $@
+
+test-bins: $(OUTPUT)/targets/libplugin.so

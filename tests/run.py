@@ -78,7 +78,8 @@ def run_integration(output, only):
                 r = ("skip", name, "needs root (uprobes need CAP_SYS_ADMIN): run as root")
             else:
                 start = time.monotonic()
-                with tempfile.TemporaryDirectory(prefix="tracer-test-") as tmp:
+                with tempfile.TemporaryDirectory(prefix="tracer-test-",
+                                                 ignore_cleanup_errors=True) as tmp:
                     try:
                         f(tmp)
                         r = ("pass", name, "")

@@ -124,8 +124,8 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 				    .bpf_cookie = s->cookies[k]);
 			struct bpf_link *l;
 
-			l = bpf_program__attach_uprobe_opts(prog, s->pid, s->path, s->offsets[k],
-							    &opts);
+			l = bpf_program__attach_uprobe_opts(prog, s->pid ? s->pid : -1, s->path,
+							    s->offsets[k], &opts);
 			if (!l) {
 				int e = -errno;
 
@@ -146,7 +146,6 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
 {
 	int ret;
 
-	a->nprobes = 0;
 	for (size_t i = 0; i < sites->cnt; i++)
 		a->nprobes += sites->v[i].cnt;
 	if (a->multi) {
@@ -158,8 +157,6 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		if (!ret)
 			ret = attach_each(a, sites, enter, false, err, errlen);
 	}
-	if (ret)
-		attach__detach(a);
 	return ret;
 }
 

@@ -25,7 +25,8 @@ struct attachment {
  * loaded with the matching expected attach type. */
 bool attach__multi_supported(void);
 
-/* Attaches returns first, then entries, so that every recorded entry has its return. */
+/* Attaches returns first, then entries, so that every recorded entry has its return. Adds to
+ * what is attached already; on an error, what was attached stays (attach__detach ends it). */
 int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen);
 

@@ -5,17 +5,16 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 void consumer__init(struct consumer *c, struct trace_writer *w, const struct probe_table *probes,
-		    const int *pids, size_t npids, bool flows, bool no_args)
+		    bool flows, bool no_args)
 {
 	memset(c, 0, sizeof(*c));
 	c->writer = w;
 	c->probes = probes;
-	c->pids = pids;
-	c->npids = npids;
 	c->flows = flows;
 	c->no_args = no_args;
 	threads__init(&c->threads);
@@ -24,16 +23,31 @@ void consumer__init(struct consumer *c, struct trace_writer *w, const struct pro
 
 void consumer__free(struct consumer *c)
 {
+	free(c->pids);
 	threads__free(&c->threads);
 	summary__free(&c->summary);
 }
 
+static int int_cmp(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
 static bool traced(const struct consumer *c, uint32_t pid)
 {
-	for (size_t i = 0; i < c->npids; i++)
-		if (c->pids[i] == (int)pid)
-			return true;
-	return false;
+	int key = pid;
+
+	return c->npids && bsearch(&key, c->pids, c->npids, sizeof(int), int_cmp);
+}
+
+void consumer__add_pid(struct consumer *c, int pid, const char *comm)
+{
+	if (traced(c, pid))
+		return;
+	c->pids = xrealloc(c->pids, c->npids + 1, sizeof(int));
+	c->pids[c->npids++] = pid;
+	qsort(c->pids, c->npids, sizeof(int), int_cmp);
+	trace_writer__process_name(c->writer, pid, comm);
 }
 
 static void set_name(struct consumer *c, struct thread *t, const char *comm)
@@ -221,6 +235,10 @@ static void on_task(struct consumer *c, const struct task_rec *r)
 	if (!r->tid)
 		return;
 	t = threads__get(&c->threads, r->pid, r->tid);
+	if (c->on_process && r->pid == r->tid &&
+	    ((r->event == TASK_NEW && r->parent_pid != r->pid) || r->event == TASK_EXEC ||
+	     r->event == TASK_AT_ENTRY || r->event == TASK_SEEN))
+		c->on_process(c->ctx, r);
 	switch (r->event) {
 	case TASK_NEW:
 	case TASK_RENAME:
@@ -230,6 +248,9 @@ static void on_task(struct consumer *c, const struct task_rec *r)
 		set_name(c, t, r->comm);
 		if (r->tid == r->pid)
 			trace_writer__process_name(c->writer, r->pid, r->comm);
+		break;
+	case TASK_SEEN:
+		consumer__add_pid(c, r->pid, r->comm);
 		break;
 	case TASK_EXIT:
 		thread__set_state(t, t->state, r->ts);

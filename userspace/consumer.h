@@ -24,8 +24,12 @@ struct consumer {
 	const struct probe_table *probes;
 	struct threads threads;
 	struct summary summary;
-	const int *pids; /* the traced processes */
+	int *pids; /* the traced processes, sorted */
 	size_t npids;
+	/* Called for a new process of a traced one (--follow), a traced process that execs or
+	 * reached its entry point, and a process seen for the first time (-a). */
+	void (*on_process)(void *ctx, const struct task_rec *r);
+	void *ctx;
 	bool flows;	 /* draw wake-up arrows between spans */
 	bool no_args;	 /* the BPF side captured nothing: ignore capture fields */
 	uint64_t records;
@@ -35,7 +39,9 @@ struct consumer {
 };
 
 void consumer__init(struct consumer *c, struct trace_writer *w, const struct probe_table *probes,
-		    const int *pids, size_t npids, bool flows, bool no_args);
+		    bool flows, bool no_args);
+/* A process whose events are traced from now on; names it in the trace. */
+void consumer__add_pid(struct consumer *c, int pid, const char *comm);
 /* SIGUSR1: thread states are unknown while paused; marks the trace. */
 void consumer__pause(struct consumer *c, bool paused, uint64_t ts);
 /* The ring_buffer__new() callback. */

@@ -20,6 +20,8 @@ static const char usage_text[] =
 	"  -p, --pid PID[,PID...]   processes to trace\n"
 	"  -- COMMAND [ARGS...]     start COMMAND (as the invoking user under sudo), attach before\n"
 	"                           its code runs, record until it exits, exit with its status\n"
+	"  -a, --all-processes      every process that maps a probed object, now or later\n"
+	"      --follow             also the targets' children, and the programs they exec\n"
 	"\n"
 	"Probes (default: every pack in the packs folder whose \"when\" matches the target):\n"
 	"  -u, --uprobe SPEC        CATEGORY:OBJECT:FUNCTION; OBJECT and FUNCTION are globs over\n"
@@ -51,7 +53,8 @@ static const char usage_text[] =
 	"  sudo tracer -p $(pidof ffmpeg) -d 5\n"
 	"  sudo tracer -p 1234 -u 'decode:libavcodec.so.*:avcodec_send_*' -o decode.json.gz\n"
 	"  sudo tracer -p 1234 -P pipeline --min-dur 50us\n"
-	"  sudo tracer -o run.json -- ffmpeg -i in.mp4 -f null -\n";
+	"  sudo tracer -o run.json -- ffmpeg -i in.mp4 -f null -\n"
+	"  sudo tracer -a -u 'decode:libavcodec.so.*:avcodec_send_packet' -d 10\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -89,6 +92,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		OPT_ENTRY_ONLY,
 		OPT_NO_ARGS,
 		OPT_START_PAUSED,
+		OPT_FOLLOW,
 	};
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -102,6 +106,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
 		{ "no-args", no_argument, NULL, OPT_NO_ARGS },
 		{ "start-paused", no_argument, NULL, OPT_START_PAUSED },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
+		{ "all-processes", no_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -114,7 +120,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 
 	o->buffer_mb = 8;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:u:P:d:o:qvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:u:P:d:o:aqvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_pids(o, optarg))
@@ -154,6 +160,12 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		case OPT_START_PAUSED:
 			o->start_paused = true;
 			break;
+		case OPT_FOLLOW:
+			o->follow = true;
+			break;
+		case 'a':
+			o->system_wide = true;
+			break;
 		case OPT_BUFFER_SIZE:
 			if (parse_long(optarg, 1, 1024, &mb) || (mb & (mb - 1)))
 				return usage_error("bad --buffer-size '%s': want a power of two, 1 to "
@@ -186,8 +198,11 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 				   argv[optind]);
 	if (o->cmd && o->npids)
 		return usage_error("%s", "give -p PID or -- COMMAND, not both");
-	if (!o->npids && !o->cmd)
-		return usage_error("%s", "no target: give -p PID, or -- COMMAND to launch one");
+	if (o->system_wide && (o->npids || o->cmd || o->follow))
+		return usage_error("%s", "-a traces every process mapping the probed objects: no -p, "
+					 "--follow or command with it");
+	if (!o->npids && !o->cmd && !o->system_wide)
+		return usage_error("%s", "no target: give -p PID, -- COMMAND to launch one, or -a");
 	return 0;
 }
 
@@ -212,6 +227,9 @@ static const struct {
 	{ "record", cmd_record },
 	{ "list", cmd_list },
 	{ "packs", cmd_packs },
+	{ "report", cmd_report },
+	{ "merge", cmd_merge },
+	{ "export", cmd_export },
 	{ "repair", cmd_repair },
 };
 

@@ -4,6 +4,7 @@
 #include "consumer.h"
 #include "launch.h"
 #include "resolve.h"
+#include "tracked.h"
 #include "target.h"
 #include "trace_file.h"
 #include "trace_writer.h"
@@ -36,14 +37,19 @@
 #define PIDFD_THREAD O_EXCL
 #endif
 
+/* epoll data of the fds that are not a target's pidfd (those carry the pid) */
+enum { EV_SIGNAL = -1, EV_TIMER = -2, EV_RING = -3 };
+#define RESCAN_TICKS (500 / POLL_MS) /* look for libraries loaded since: every 500 ms */
+
 struct recording {
 	struct record_opts *opts;
-	struct target *targets;
-	size_t ntargets;
-	int *pids;
-	struct probe_table probes;
-	struct attach_sites sites;
-	struct attachment attachment;
+	struct tracked tracked; /* processes, probes, links */
+	size_t primary;		/* targets asked for (-p or the launched command): the first ones */
+	size_t alive;		/* of those, still running */
+	bool multi;		/* uprobe_multi links */
+	struct bpf_link **stop_links; /* followed execs held at their entry point */
+	int *stop_pids;
+	size_t nstops;
 	struct tracer_bpf *skel;
 	struct bpf_link **sched_links;
 	size_t nsched;
@@ -71,30 +77,24 @@ static int open_targets(struct recording *r)
 {
 	struct record_opts *o = r->opts;
 
-	r->targets = xcalloc(o->npids, sizeof(*r->targets));
-	r->pids = xcalloc(o->npids, sizeof(int));
 	for (size_t i = 0; i < o->npids; i++) {
-		for (size_t k = 0; k < i; k++)
-			if (o->pids[k] == o->pids[i]) {
-				pr_err("pid %d is given twice", o->pids[i]);
-				return -EINVAL;
-			}
-		if (target__open(o->pids[i], &r->targets[i], r->err, sizeof(r->err))) {
+		if (tracked__add(&r->tracked, o->pids[i], r->err, sizeof(r->err))) {
 			pr_err("%s", r->err);
 			return -ESRCH;
 		}
-		r->pids[i] = o->pids[i];
-		r->ntargets++;
 	}
+	r->primary = r->alive = r->tracked.ntargets;
 	return 0;
 }
 
 static bool pack_applies(const struct probe_pack *pack, const struct recording *r)
 {
-	for (size_t t = 0; t < r->ntargets; t++)
-		for (size_t i = 0; i < r->targets[t].nobjs; i++)
+	const struct tracked *t = &r->tracked;
+
+	for (size_t k = 0; k < t->ntargets; k++)
+		for (size_t i = 0; i < t->targets[k].nobjs; i++)
 			for (size_t w = 0; w < pack->when_cnt; w++)
-				if (!fnmatch(pack->when_maps[w], r->targets[t].objs[i].base, 0))
+				if (!fnmatch(pack->when_maps[w], t->targets[k].objs[i].base, 0))
 					return true;
 	return false;
 }
@@ -121,6 +121,10 @@ static int choose_specs(struct recording *r)
 	}
 	if (o->specs.cnt)
 		return 0;
+	if (o->system_wide) {
+		pr_err("-a needs probes: give -u or -P");
+		return -EINVAL;
+	}
 	n = probe_pack__list(&all);
 	for (int i = 0; i < n; i++) {
 		if (pack_applies(&all[i], r) &&
@@ -159,14 +163,17 @@ static int load_bpf(struct recording *r)
 	skel->rodata->min_dur_ns = o->min_dur_ns;
 	skel->rodata->wakeup_bytes = rb_size / 4;
 	skel->rodata->launch_pid = r->launched;
+	skel->rodata->filter_tgid = o->follow || o->system_wide;
+	skel->rodata->follow = o->follow;
+	skel->rodata->system_wide = o->system_wide;
 	bpf_map__set_max_entries(skel->maps.events, rb_size);
-	bpf_map__set_max_entries(skel->maps.probe_cfgs,
-				 r->launched ? MAX_PROBES : r->probes.cnt ? r->probes.cnt : 1);
-	if (r->attachment.multi) {
+	/* probes are added while recording (libraries loaded later): room for all */
+	bpf_map__set_max_entries(skel->maps.probe_cfgs, MAX_PROBES);
+	if (r->multi) {
 		bpf_program__set_expected_attach_type(skel->progs.span_enter, TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.span_exit, TRACE_UPROBE_MULTI);
 	}
-	bpf_program__set_autoload(skel->progs.stop_at_entry, r->launched != 0);
+	bpf_program__set_autoload(skel->progs.stop_at_entry, r->launched || o->follow);
 	if (o->no_sched) {
 		bpf_program__set_autoload(skel->progs.on_switch, false);
 		bpf_program__set_autoload(skel->progs.on_waking, false);
@@ -180,31 +187,22 @@ static int load_bpf(struct recording *r)
 	return err;
 }
 
-/* The traced processes and what each probe captures. */
-static int fill_maps(struct recording *r)
+/* The BPF side of the tracked set. */
+static void setup_tracked(struct recording *r)
 {
-	struct tracer_bpf *skel = r->skel;
+	struct tracked *t = &r->tracked;
 
-	if (r->probes.cnt > bpf_map__max_entries(skel->maps.probe_cfgs)) {
-		pr_err("%zu functions to probe: at most %u; narrow the -u patterns", r->probes.cnt,
-		       bpf_map__max_entries(skel->maps.probe_cfgs));
-		return -E2BIG;
-	}
-	for (size_t i = 0; i < r->ntargets; i++) {
-		__u32 pid = r->pids[i];
+	t->enter = r->skel->progs.span_enter;
+	t->exit = r->skel->progs.span_exit;
+	t->targets_map = r->skel->maps.targets;
+	t->cfg_map = r->skel->maps.probe_cfgs;
+	for (size_t i = 0; i < t->ntargets; i++) {
+		__u32 pid = t->targets[i].pid;
 		__u8 one = 1;
 
-		bpf_map__update_elem(skel->maps.targets, &pid, sizeof(pid), &one, 1, BPF_ANY);
+		if (pid)
+			bpf_map__update_elem(t->targets_map, &pid, sizeof(pid), &one, 1, BPF_ANY);
 	}
-	for (__u32 id = 0; id < r->probes.cnt; id++) {
-		struct probe_cfg cfg = r->probes.v[id].cfg;
-
-		if (r->opts->no_args)
-			cfg.flags &= ~(PROBE_ARGS | PROBE_RET | PROBE_NAME_FROM);
-		bpf_map__update_elem(skel->maps.probe_cfgs, &id, sizeof(id), &cfg, sizeof(cfg),
-				     BPF_ANY);
-	}
-	return 0;
 }
 
 /* Launch mode: start the command held at its exec, load the programs, let it run to its entry
@@ -251,6 +249,105 @@ static int launch(struct recording *r)
 	return 0;
 }
 
+/* A followed process exec'd (held by SIGSTOP): its new program is probed once the dynamic
+ * loader has mapped its libraries, at its entry point, where it is held again. */
+static void follow_exec(struct recording *r, int pid)
+{
+	int i = tracked__find(&r->tracked, pid);
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct bpf_link *l = NULL;
+	uint64_t entry;
+	__u32 key = pid;
+	__u8 one = 1;
+	char exe[64];
+
+	if (i >= 0) {
+		struct target *t = &r->tracked.targets[i];
+
+		/* the old program's objects are gone: read the new ones from scratch */
+		for (size_t k = 0; k < t->nobjs; k++) {
+			free(t->objs[k].path);
+			free(t->objs[k].base);
+			free(t->objs[k].open_path);
+		}
+		t->nobjs = 0;
+		r->tracked.resolved[i] = 0;
+	}
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+	if (!launch__entry_offset(pid, &entry) &&
+	    !bpf_map__update_elem(r->skel->maps.stop_pids, &key, sizeof(key), &one, 1, BPF_ANY))
+		l = bpf_program__attach_uprobe_opts(r->skel->progs.stop_at_entry, pid, exe, entry,
+						    &uo);
+	if (l) {
+		r->stop_links = xrealloc(r->stop_links, r->nstops + 1, sizeof(*r->stop_links));
+		r->stop_pids = xrealloc(r->stop_pids, r->nstops + 1, sizeof(int));
+		r->stop_links[r->nstops] = l;
+		r->stop_pids[r->nstops++] = pid;
+	} else {
+		pr_warn("pid %d exec'd a program tracer cannot stop at its start: its calls are "
+			"probed from the next scan", pid);
+	}
+	kill(pid, SIGCONT);
+}
+
+/* Probes what a followed process maps now (at its entry point), then lets it go on. */
+static void follow_entry(struct recording *r, int pid)
+{
+	int i = tracked__find(&r->tracked, pid);
+
+	if (i >= 0) {
+		target__read_maps(&r->tracked.targets[i]);
+		if (tracked__attach_new(&r->tracked, false, r->err, sizeof(r->err)) < 0)
+			pr_warn("pid %d: %s", pid, r->err);
+	}
+	for (size_t k = 0; k < r->nstops; k++) {
+		if (r->stop_pids[k] != pid)
+			continue;
+		bpf_link__destroy(r->stop_links[k]);
+		r->stop_links[k] = r->stop_links[--r->nstops];
+		r->stop_pids[k] = r->stop_pids[r->nstops];
+		break;
+	}
+	kill(pid, SIGCONT);
+}
+
+static void watch_pidfd(struct recording *r, const struct target *t)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = t->pid };
+
+	if (t->pidfd >= 0)
+		epoll_ctl(r->epfd, EPOLL_CTL_ADD, t->pidfd, &ev);
+}
+
+/* The consumer met a new process: a child (--follow), an exec, an entry point reached. */
+static void on_process(void *ctx, const struct task_rec *t)
+{
+	struct recording *r = ctx;
+
+	switch (t->event) {
+	case TASK_NEW:
+		if (!r->opts->follow)
+			return;
+		/* traced already (BPF added it at the fork); it may be gone by now */
+		consumer__add_pid(&r->consumer, t->pid, t->comm);
+		if (tracked__add(&r->tracked, t->pid, r->err, sizeof(r->err))) {
+			pr_debug("pid %d: %s", t->pid, r->err);
+			return;
+		}
+		watch_pidfd(r, &r->tracked.targets[r->tracked.ntargets - 1]);
+		break;
+	case TASK_EXEC:
+		if (r->opts->follow)
+			follow_exec(r, t->pid);
+		break;
+	case TASK_AT_ENTRY:
+		follow_entry(r, t->pid);
+		break;
+	default:
+		break;
+	}
+}
+
 static int attach_sched(struct recording *r)
 {
 	struct bpf_program *prog;
@@ -274,12 +371,15 @@ static int attach_sched(struct recording *r)
 
 static void default_output(struct recording *r)
 {
+	const struct target *t = &r->tracked.targets[0];
 	char stamp[32];
 	time_t now = time(NULL);
 
 	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
-	snprintf(r->path, sizeof(r->path), "tracer-%s-%d-%s.json", r->targets[0].comm,
-		 r->pids[0], stamp);
+	if (t->pid)
+		snprintf(r->path, sizeof(r->path), "tracer-%s-%d-%s.json", t->comm, t->pid, stamp);
+	else
+		snprintf(r->path, sizeof(r->path), "tracer-all-%s.json", stamp);
 	for (char *p = r->path; *p; p++)
 		if (*p == '/' || *p == ' ')
 			*p = '_';
@@ -298,8 +398,6 @@ static int open_output(struct recording *r)
 		pr_err("%s", r->err);
 		return fd;
 	}
-	r->t0 = now_ns();
-	r->t0_realtime = realtime_ns();
 	err = trace_writer__open(&r->writer, r->path, fd, r->t0);
 	if (err) {
 		close(fd);
@@ -308,22 +406,25 @@ static int open_output(struct recording *r)
 	return err;
 }
 
-/* Names and starting states of the threads already running. */
+/* Names and starting states of the processes and threads already running. */
 static void add_existing_threads(struct recording *r)
 {
+	const struct tracked *tr = &r->tracked;
 	char path[64];
 
-	for (size_t i = 0; i < r->ntargets; i++) {
+	for (size_t i = 0; i < tr->ntargets; i++) {
+		int pid = tr->targets[i].pid;
 		struct dirent *de;
 		DIR *d;
 
-		trace_writer__process_name(r->writer, r->pids[i], r->targets[i].comm);
-		snprintf(path, sizeof(path), "/proc/%d/task", r->pids[i]);
+		if (!pid)
+			continue;
+		consumer__add_pid(&r->consumer, pid, tr->targets[i].comm);
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
 		d = opendir(path);
 		while (d && (de = readdir(d)))
 			if (de->d_name[0] != '.')
-				consumer__add_thread(&r->consumer, r->pids[i], atoi(de->d_name),
-						     r->t0);
+				consumer__add_thread(&r->consumer, pid, atoi(de->d_name), r->t0);
 		if (d)
 			closedir(d);
 	}
@@ -349,16 +450,14 @@ static int setup_loop(struct recording *r)
 	if (r->sigfd < 0 || r->timerfd < 0 || r->epfd < 0 ||
 	    timerfd_settime(r->timerfd, 0, &its, NULL))
 		return -errno;
-	ev.data.u64 = UINT64_MAX - 1;
+	ev.data.u64 = (uint64_t)EV_SIGNAL;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev);
-	ev.data.u64 = UINT64_MAX - 2;
+	ev.data.u64 = (uint64_t)EV_TIMER;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev);
-	ev.data.u64 = UINT64_MAX - 3;
+	ev.data.u64 = (uint64_t)EV_RING;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ev);
-	for (size_t i = 0; i < r->ntargets; i++) {
-		ev.data.u64 = i;
-		epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->targets[i].pidfd, &ev);
-	}
+	for (size_t i = 0; i < r->tracked.ntargets; i++)
+		watch_pidfd(r, &r->tracked.targets[i]);
 	return 0;
 }
 
@@ -374,12 +473,29 @@ static void toggle_pause(struct recording *r)
 	pr_info("%s", pause ? "paused (SIGUSR1 resumes)" : "resumed");
 }
 
+/* A target's pidfd became readable: it exited. */
+static void target_exited(struct recording *r, int pid)
+{
+	int i = tracked__find(&r->tracked, pid);
+	struct target *t;
+
+	if (i < 0)
+		return;
+	t = &r->tracked.targets[i];
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
+	close(t->pidfd);
+	t->pidfd = -1;
+	pr_debug("pid %d exited", pid);
+	if ((size_t)i < r->primary && --r->alive == 0 && !r->opts->system_wide)
+		r->stop_reason = "target exited";
+}
+
 /* Runs until a signal, -d, every target gone, or a write error. */
 static void event_loop(struct recording *r)
 {
 	uint64_t deadline = r->opts->duration_ns ? r->t0 + r->opts->duration_ns : 0;
-	size_t alive = r->ntargets;
 	struct epoll_event evs[16];
+	unsigned int ticks = 0;
 
 	while (!r->stop_reason) {
 		int n = epoll_wait(r->epfd, evs, 16, -1);
@@ -391,10 +507,11 @@ static void event_loop(struct recording *r)
 			break;
 		}
 		for (int i = 0; i < n; i++) {
-			uint64_t id = evs[i].data.u64, ticks;
+			int64_t id = (int64_t)evs[i].data.u64;
 			struct signalfd_siginfo si;
+			uint64_t expirations;
 
-			if (id == UINT64_MAX - 1) {
+			if (id == EV_SIGNAL) {
 				if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
 					continue;
 				if (si.ssi_signo == SIGUSR1)
@@ -403,14 +520,13 @@ static void event_loop(struct recording *r)
 					r->stop_reason = si.ssi_signo == SIGINT	   ? "SIGINT"
 							 : si.ssi_signo == SIGTERM ? "SIGTERM"
 										   : "SIGHUP";
-			} else if (id == UINT64_MAX - 2) {
-				if (read(r->timerfd, &ticks, sizeof(ticks)) < 0)
-					continue;
-			} else if (id < r->ntargets) {
-				epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->targets[id].pidfd, NULL);
-				pr_debug("pid %d exited", r->pids[id]);
-				if (--alive == 0)
-					r->stop_reason = "target exited";
+			} else if (id == EV_TIMER) {
+				if (read(r->timerfd, &expirations, sizeof(expirations)) > 0 &&
+				    ++ticks % RESCAN_TICKS == 0 &&
+				    tracked__rescan(&r->tracked, r->err, sizeof(r->err)) < 0)
+					pr_warn("%s", r->err);
+			} else if (id > 0) {
+				target_exited(r, id);
 			}
 		}
 		if (ring_buffer__consume(r->rb) < 0 && trace_writer__error(r->writer))
@@ -428,11 +544,12 @@ static void close_open_spans(struct recording *r)
 	int map_fd = bpf_map__fd(r->skel->maps.stacks);
 	char path[64];
 
-	for (size_t i = 0; i < r->ntargets; i++) {
+	for (size_t i = 0; i < r->consumer.npids; i++) {
+		int pid = r->consumer.pids[i];
 		struct dirent *de;
 		DIR *d;
 
-		snprintf(path, sizeof(path), "/proc/%d/task", r->pids[i]);
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
 		d = opendir(path);
 		while (d && (de = readdir(d))) {
 			struct span_stack st;
@@ -440,7 +557,7 @@ static void close_open_spans(struct recording *r)
 
 			if (tid <= 0)
 				continue;
-			fd = syscall(SYS_pidfd_open, tid, tid == r->pids[i] ? 0 : PIDFD_THREAD);
+			fd = syscall(SYS_pidfd_open, tid, tid == pid ? 0 : PIDFD_THREAD);
 			if (fd < 0) {
 				pr_debug("open calls of tid %d: %s", tid, strerror(errno));
 				continue;
@@ -454,7 +571,7 @@ static void close_open_spans(struct recording *r)
 						.span = {
 							.type = REC_SPAN,
 							.probe_id = f->probe_id,
-							.pid = r->pids[i],
+							.pid = pid,
 							.tid = tid,
 							.start_ns = f->start_ns,
 							.end_ns = r->end,
@@ -505,7 +622,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_NO_STORAGE] = "no_task_storage",
 	};
 	cJSON *m = cJSON_CreateObject(), *a, *o;
-	char cmd[4096] = "";
+	char cmd[4096] = "", num[32];
 	struct utsname u;
 	char *s;
 
@@ -517,26 +634,36 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 	cJSON_AddStringToObject(m, "command_line", cmd);
 	cJSON_AddStringToObject(m, "kernel", u.release);
 	cJSON_AddStringToObject(m, "clock", "CLOCK_MONOTONIC");
-	cJSON_AddNumberToObject(m, "t0_monotonic_ns", r->t0);
-	cJSON_AddNumberToObject(m, "t0_realtime_ns", r->t0_realtime);
+	/* exact integers: a double would round nanoseconds away */
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->t0);
+	cJSON_AddRawToObject(m, "t0_monotonic_ns", num);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->t0_realtime);
+	cJSON_AddRawToObject(m, "t0_realtime_ns", num);
 	cJSON_AddNumberToObject(m, "duration_ns", r->end - r->t0);
 	cJSON_AddStringToObject(m, "stop_reason", r->stop_reason);
 	if (trace_writer__error(r->writer))
 		cJSON_AddStringToObject(m, "write_error",
 					"writing the trace failed; events after the last one in "
 					"traceEvents, and the scheduler text, are missing");
-	cJSON_AddStringToObject(m, "attach", r->attachment.multi ? "uprobe_multi" : "uprobe");
+	cJSON_AddStringToObject(m, "attach", r->multi ? "uprobe_multi" : "uprobe");
 	cJSON_AddNumberToObject(m, "min_dur_ns", r->opts->min_dur_ns);
+	/* every process traced: asked for, followed (--follow) or seen (-a) */
 	a = cJSON_AddArrayToObject(m, "targets");
-	for (size_t i = 0; i < r->ntargets; i++) {
+	for (size_t i = 0; i < r->consumer.npids; i++) {
+		int pid = r->consumer.pids[i], k = tracked__find(&r->tracked, pid);
+		const struct thread *main_thread = threads__find(&r->consumer.threads, pid);
+
 		o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "pid", r->pids[i]);
-		cJSON_AddStringToObject(o, "comm", r->targets[i].comm);
+		cJSON_AddNumberToObject(o, "pid", pid);
+		cJSON_AddStringToObject(o, "comm", k >= 0		? r->tracked.targets[k].comm
+						   : main_thread ? main_thread->name
+								 : "");
+		cJSON_AddBoolToObject(o, "followed", k < 0 || (size_t)k >= r->primary);
 		cJSON_AddItemToArray(a, o);
 	}
 	a = cJSON_AddArrayToObject(m, "probes");
-	for (size_t i = 0; i < r->probes.cnt; i++) {
-		const struct probe *p = &r->probes.v[i];
+	for (size_t i = 0; i < r->tracked.probes.cnt; i++) {
+		const struct probe *p = &r->tracked.probes.v[i];
 
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "object", p->object);
@@ -564,7 +691,7 @@ static int finish(struct recording *r)
 	/* paused stays paused: nothing new is recorded either way */
 	if (r->skel->bss->phase != PHASE_PAUSED)
 		r->skel->bss->phase = PHASE_DETACHING;
-	attach__detach(&r->attachment);
+	attach__detach(&r->tracked.attachment);
 	r->end = now_ns();
 	ring_buffer__consume(r->rb);
 	for (size_t i = 0; i < r->nsched; i++)
@@ -594,19 +721,20 @@ static int finish(struct recording *r)
 
 static void cleanup(struct recording *r)
 {
-	attach__detach(&r->attachment);
+	attach__detach(&r->tracked.attachment);
+	for (size_t i = 0; i < r->nstops; i++) {
+		bpf_link__destroy(r->stop_links[i]);
+		kill(r->stop_pids[i], SIGCONT); /* never leave a followed process stopped */
+	}
+	free(r->stop_links);
+	free(r->stop_pids);
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);
 	free(r->sched_links);
 	ring_buffer__free(r->rb);
 	tracer_bpf__destroy(r->skel);
 	consumer__free(&r->consumer);
-	attach_sites__free(&r->sites);
-	probe_table__free(&r->probes);
-	for (size_t i = 0; i < r->ntargets; i++)
-		target__close(&r->targets[i]);
-	free(r->targets);
-	free(r->pids);
+	tracked__free(&r->tracked);
 	for (int *fd = &r->epfd; fd <= &r->timerfd; fd++)
 		if (*fd >= 0)
 			close(*fd);
@@ -622,29 +750,44 @@ int record__run(struct record_opts *opts)
 		pr_err("need root: uprobes need CAP_SYS_ADMIN; run with sudo");
 		return 1;
 	}
-	r.attachment.multi = attach__multi_supported();
+	r.tracked.specs = &opts->specs;
+	r.tracked.no_args = opts->no_args;
+	r.tracked.resolve_flags = (opts->entry_only ? RESOLVE_ENTRY_ONLY : 0) |
+				  (opts->follow || opts->system_wide ? RESOLVE_SHARED : 0);
+	r.multi = r.tracked.attachment.multi = attach__multi_supported();
 	err = opts->cmd ? launch(&r) : 0;
 	if (!err)
 		err = open_targets(&r);
 	if (!err)
 		err = choose_specs(&r);
-	if (!err) {
-		err = resolve__probes(&opts->specs, r.targets, r.ntargets, opts->entry_only,
-				      &r.probes, &r.sites, r.err, sizeof(r.err));
+	if (!err && opts->system_wide) {
+		err = tracked__add_system(&r.tracked, r.err, sizeof(r.err));
 		if (err)
 			pr_err("%s", r.err);
 	}
 	if (!err && !r.skel)
 		err = load_bpf(&r);
-	if (!err)
-		err = fill_maps(&r);
 	if (err)
 		goto out;
+	setup_tracked(&r);
+	if (opts->start_paused)
+		r.skel->bss->phase = PHASE_PAUSED;
+	/* the trace's zero: before any probe can fire */
+	r.t0 = now_ns();
+	r.t0_realtime = realtime_ns();
+	/* with --follow, probes may match only programs the targets start later */
+	err = tracked__attach_new(&r.tracked, !opts->follow, r.err, sizeof(r.err));
+	if (err) {
+		pr_err("%s", r.err);
+		goto out;
+	}
 	err = open_output(&r);
 	if (err)
 		goto out;
-	consumer__init(&r.consumer, r.writer, &r.probes, r.pids, r.ntargets,
+	consumer__init(&r.consumer, r.writer, &r.tracked.probes,
 		       !opts->no_sched && !opts->min_dur_ns, opts->no_args);
+	r.consumer.on_process = on_process;
+	r.consumer.ctx = &r;
 	r.rb = ring_buffer__new(bpf_map__fd(r.skel->maps.events), consumer__handle, &r.consumer,
 				NULL);
 	err = r.rb ? setup_loop(&r) : -errno;
@@ -653,26 +796,20 @@ int record__run(struct record_opts *opts)
 		goto out_abort;
 	}
 	add_existing_threads(&r);
-	if (opts->start_paused) {
-		r.skel->bss->phase = PHASE_PAUSED;
-		consumer__pause(&r.consumer, true, now_ns());
-	}
+	if (opts->start_paused)
+		consumer__pause(&r.consumer, true, r.t0);
 	err = attach_sched(&r);
-	if (!err) {
-		err = attach__sites(&r.attachment, &r.sites, r.skel->progs.span_enter,
-				    r.skel->progs.span_exit, r.err, sizeof(r.err));
-		if (err)
-			pr_err("%s", r.err);
-	}
 	if (err)
 		goto out_abort;
 	if (!opts->start_paused)
 		r.skel->bss->phase = PHASE_RECORDING;
 	if (r.launched)
 		kill(r.launched, SIGCONT);
-	pr_info("recording %zu functions in %zu process%s (%s); Ctrl-C to stop",
-		r.attachment.nprobes, r.ntargets, r.ntargets == 1 ? "" : "es",
-		r.attachment.multi ? "uprobe_multi" : "uprobe per function");
+	pr_info("recording %zu functions in %s (%s); Ctrl-C to stop", r.tracked.attachment.nprobes,
+		opts->system_wide ? "every process mapping them"
+		: r.primary == 1  ? "1 process"
+				  : "several processes",
+		r.multi ? "uprobe_multi" : "uprobe per function");
 	if (opts->start_paused)
 		pr_info("paused until SIGUSR1 (kill -USR1 %d)", getpid());
 	event_loop(&r);

@@ -22,6 +22,8 @@ struct record_opts {
 	bool entry_only; /* no return probes: every call an instant */
 	bool no_args;	 /* read nothing from the target's memory: no args, name_from, queues */
 	bool start_paused;
+	bool follow;	  /* children and exec'd programs of the targets too */
+	bool system_wide; /* -a: every process that maps a probed object */
 	uint32_t buffer_mb;
 };
 

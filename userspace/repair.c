@@ -14,6 +14,20 @@
 
 static const char header[] = "{\"traceEvents\":[\n";
 
+static const char repair_usage[] =
+	"Usage: tracer repair FILE\n"
+	"\n"
+	"Closes a trace that was cut short (tracer killed with SIGKILL, the machine stopped):\n"
+	"every complete event is kept and the end of the file is written again, so that Perfetto\n"
+	"and chrome://tracing open it. The file's metadata says it was repaired. A complete file\n"
+	"is left as it is. For a .json.gz, decompress it first (zcat reads what is there).\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"Example:\n"
+	"  tracer repair tracer-ffmpeg-1234-20261122-101500.json\n";
+
 /* One line of "traceEvents": a whole JSON object, with a trailing comma. Returns its ts in ns
  * (0 when it has none) or -1 when the line is not a complete event. */
 static int64_t event_line(const char *line, size_t len)
@@ -65,8 +79,13 @@ int cmd_repair(int argc, char **argv)
 	FILE *f;
 	int ret = 1;
 
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		fputs(repair_usage, stdout);
+		return 0;
+	}
 	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "tracer: usage: tracer repair FILE (a trace cut short)\n");
+		fprintf(stderr, "tracer: usage: tracer repair FILE (a trace cut short; see tracer "
+				"repair --help)\n");
 		return 2;
 	}
 	if (strlen(argv[1]) > 3 && !strcmp(argv[1] + strlen(argv[1]) - 3, ".gz")) {

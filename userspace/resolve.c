@@ -108,14 +108,16 @@ static void site__add(struct attach_sites *sites, int pid, const struct mapped_o
 	struct attach_site *s = NULL;
 
 	for (size_t i = 0; i < sites->cnt && !s; i++)
-		if (sites->v[i].pid == pid && sites->v[i].path == o->open_path &&
-		    sites->v[i].entry_only == entry_only)
+		if (sites->v[i].pid == pid && sites->v[i].dev == o->dev &&
+		    sites->v[i].ino == o->ino && sites->v[i].entry_only == entry_only)
 			s = &sites->v[i];
 	if (!s) {
 		sites->v = xrealloc(sites->v, sites->cnt + 1, sizeof(*sites->v));
 		s = &sites->v[sites->cnt++];
 		memset(s, 0, sizeof(*s));
 		s->pid = pid;
+		s->dev = o->dev;
+		s->ino = o->ino;
 		s->path = o->open_path;
 		s->object = o->base;
 		s->entry_only = entry_only;
@@ -207,7 +209,7 @@ static void no_match_error(const struct probe_spec *spec, struct target *targets
 }
 
 int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
-		    bool all_entry_only, struct probe_table *table, struct attach_sites *sites,
+		    unsigned int flags, struct probe_table *table, struct attach_sites *sites,
 		    char *err, size_t errlen)
 {
 	struct sym_cache cache = { 0 };
@@ -239,16 +241,18 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 						pr_warn("%s is a Go program: its probes are entry-only "
 							"(return probes crash Go's moving stacks); calls "
 							"show as instants", o->base);
-					eo = all_entry_only || spec->entry_only || syms->is_go;
+					eo = (flags & RESOLVE_ENTRY_ONLY) || spec->entry_only ||
+					     syms->is_go;
 					id = probe_table__add(table, spec, o, sym, eo);
 					eo = table->v[id].cfg.flags & PROBE_ENTRY_ONLY;
-					site__add(sites, targets[t].pid, o, sym->offset, id, eo);
+					site__add(sites, flags & RESOLVE_SHARED ? 0 : targets[t].pid, o,
+						  sym->offset, id, eo);
 					matched = true;
 				}
 			}
 		}
 		/* A pack covers several libraries; a process may map only some of them. */
-		if (!matched && spec->optional) {
+		if (!matched && (spec->optional || (flags & RESOLVE_LENIENT))) {
 			pr_debug("%s: nothing matches '%s:%s' here; skipped", spec->origin,
 				 spec->object, spec->function);
 			continue;

@@ -31,7 +31,9 @@ struct probe_table {
 /* Everything to attach in one process's mapping of one object: one uprobe_multi link each for
  * entries and returns. */
 struct attach_site {
-	int pid;
+	int pid; /* 0: every process mapping the object (filtered by tgid in BPF) */
+	dev_t dev;
+	ino_t ino;
 	const char *path; /* the object's open_path in that target */
 	const char *object;
 	uint64_t *offsets;
@@ -47,10 +49,16 @@ struct attach_sites {
 
 /* Every spec must match at least one function in some target; otherwise err says which spec
  * matched nothing and suggests near names. 0 or -ENOENT / -errno. */
-/* all_entry_only: no return probes at all (--entry-only). Objects built by Go never get
- * return probes (moving stacks crash with them). */
+enum resolve_flags {
+	RESOLVE_ENTRY_ONLY = 1, /* no return probes at all (--entry-only) */
+	RESOLVE_LENIENT = 2,	/* a spec that matches nothing here is fine (objects found later) */
+	RESOLVE_SHARED = 4,	/* sites for every process mapping the object (pid 0) */
+};
+
+/* Appends to table and sites. Objects built by Go never get return probes (moving stacks
+ * crash with them). */
 int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
-		    bool all_entry_only, struct probe_table *table, struct attach_sites *sites,
+		    unsigned int flags, struct probe_table *table, struct attach_sites *sites,
 		    char *err, size_t errlen);
 
 void probe_table__free(struct probe_table *table);

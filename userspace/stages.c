@@ -9,7 +9,11 @@
 /* The verdict's rules (shares of the stage's observed time). */
 #define SATURATED 0.60	   /* a stage busier than this bounds the pipeline */
 #define QUEUE_EVIDENCE 0.20 /* a queue wait worth naming as evidence */
-#define STARVED_DEMAND 1.5  /* threads wanting a CPU per CPU */
+/* Threads wanting a CPU per CPU, in the whole pipeline or in its busiest stage alone: more than
+ * this is CPU starvation by the pipeline's own threads. Less, with threads waiting for a CPU,
+ * is other processes taking it (or a stage as wide as the machine: the stage is the limit). */
+#define STARVED_DEMAND 2.5
+#define STARVED_STAGE_DEMAND 1.5
 
 uint64_t thread_time__wall(const struct thread_time *t)
 {
@@ -170,28 +174,43 @@ static int pct(double share)
 	return (int)(100 * share + 0.5);
 }
 
-/* The stage, other than skip, that waits longest in queue spans. */
-static const struct stage_stats *most_waiting(const struct stage_stats *s, size_t n,
-					      const struct stage_stats *skip)
+/* Appends the stages other than skip that wait in queue spans, longest first (at most 3). */
+static size_t waiting(char *buf, size_t len, const struct stage_stats *s, size_t n,
+		      const struct stage_stats *skip, const char *before, const char *after)
 {
-	const struct stage_stats *best = NULL;
+	const struct stage_stats *pick[3] = { 0 };
+	size_t o = 0, k = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (&s[i] == skip || !s[i].wall_ns)
+		double w = stage__share(&s[i], s[i].queue_wait_ns);
+
+		if (&s[i] == skip || w < QUEUE_EVIDENCE)
 			continue;
-		if (!best ||
-		    stage__share(&s[i], s[i].queue_wait_ns) > stage__share(best, best->queue_wait_ns))
-			best = &s[i];
+		for (k = 0; k < 3; k++) {
+			if (!pick[k] || w > stage__share(pick[k], pick[k]->queue_wait_ns)) {
+				memmove(pick + k + 1, pick + k, (2 - k) * sizeof(*pick));
+				pick[k] = &s[i];
+				break;
+			}
+		}
 	}
-	return best && stage__share(best, best->queue_wait_ns) >= QUEUE_EVIDENCE ? best : NULL;
+	if (!pick[0] || !len)
+		return 0;
+	o = snprintf(buf, len, "%swaiting on queues: ", before);
+	for (k = 0; k < 3 && pick[k] && o < len; k++)
+		o += snprintf(buf + o, len - o, "%s%s %d%%", k ? ", " : "", pick[k]->name,
+			      pct(stage__share(pick[k], pick[k]->queue_wait_ns)));
+	if (o < len)
+		o += snprintf(buf + o, len - o, "%s", after);
+	return o < len ? o : len;
 }
 
 void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t n, int ncpus)
 {
-	const struct stage_stats *top = NULL, *waits;
+	const struct stage_stats *top = NULL;
 	uint64_t running = 0, runnable = 0, span = 0;
 	bool states = false;
-	double busy, demand;
+	double busy, demand, top_demand;
 	size_t o;
 
 	for (size_t i = 0; i < n; i++) {
@@ -211,18 +230,22 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 	busy = stage__share(top, busy_ns(top));
 	/* threads that wanted a CPU, on average over the recording */
 	demand = span ? (double)(running + runnable) / span : 0;
+	top_demand = top->max_wall_ns ?
+			     (double)(top->running_ns + top->runnable_ns) / top->max_wall_ns :
+			     0;
 
 	/* The busiest stage waits for a CPU more than it runs, and the pipeline's own threads
 	 * want clearly more CPUs than there are: more threads will not help. */
 	if (states && top->runnable_ns > top->running_ns && runnable >= running &&
-	    (ncpus <= 0 || demand >= STARVED_DEMAND * ncpus)) {
+	    (ncpus <= 0 || demand >= STARVED_DEMAND * ncpus ||
+	     top_demand >= STARVED_STAGE_DEMAND * ncpus)) {
 		o = snprintf(buf, len,
-			     "bottleneck: CPU-starved — threads wait for a CPU %d%% of their busy "
-			     "time",
+			     "bottleneck: CPU-starved — threads wait for a CPU %d%% of their "
+			     "busy time",
 			     pct((double)runnable / (running + runnable)));
 		if (ncpus > 0 && o < len)
-			o += snprintf(buf + o, len - o, "; %.1f threads want a CPU, %d CPUs", demand,
-				      ncpus);
+			o += snprintf(buf + o, len - o, "; %.1f threads want a CPU, %d CPUs",
+				      demand, ncpus);
 		if (o < len)
 			snprintf(buf + o, len - o, " (busiest: %s, runnable %d%%, running %d%%)",
 				 top->name, pct(stage__share(top, top->runnable_ns)),
@@ -234,8 +257,8 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 		      top->cat_ns[CAT_IO] * 2 >= top->running_ns)) {
 		if (states)
 			snprintf(buf, len,
-				 "bottleneck: I/O-bound — %s blocked in uninterruptible waits %d%% "
-				 "of wall time (running %d%%)",
+				 "bottleneck: I/O-bound — %s blocked in uninterruptible waits "
+				 "%d%% of wall time (running %d%%)",
 				 top->name, pct(stage__share(top, top->blocked_ns)),
 				 pct(stage__share(top, top->running_ns)));
 		else
@@ -244,7 +267,6 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 				 top->name, pct(stage__share(top, top->cat_ns[CAT_IO])));
 		return;
 	}
-	waits = most_waiting(s, n, top);
 	if (busy >= SATURATED) {
 		if (states)
 			o = snprintf(buf, len,
@@ -257,9 +279,8 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 				     "bottleneck: %s — inside spans %d%% of wall time (no "
 				     "scheduler states in the trace)",
 				     top->name, pct(busy));
-		if (waits && o < len)
-			o += snprintf(buf + o, len - o, "; %s waits on queues %d%%", waits->name,
-				      pct(stage__share(waits, waits->queue_wait_ns)));
+		if (o < len)
+			o += waiting(buf + o, len - o, s, n, top, "; ", "");
 		if (states && top->runnable_ns > top->running_ns && o < len)
 			snprintf(buf + o, len - o,
 				 "; it waits for a CPU more than it runs (other processes?)");
@@ -269,7 +290,6 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 		     "bottleneck: none — the busiest stage, %s, is busy %d%% of wall time; the "
 		     "pipeline mostly waits",
 		     top->name, pct(busy));
-	if (waits && o < len)
-		snprintf(buf + o, len - o, " (%s waits on queues %d%%)", waits->name,
-			 pct(stage__share(waits, waits->queue_wait_ns)));
+	if (o < len)
+		waiting(buf + o, len - o, s, n, top, " (", ")");
 }

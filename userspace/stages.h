@@ -27,7 +27,8 @@ struct thread_time {
 	uint64_t cat_ns[CAT_MAX]; /* inside spans of each category (categories may overlap) */
 	uint64_t spans;
 	/* false: the trace has no scheduler states; then running_ns is the time inside spans
-	 * that are not queue spans, and runnable_ns and blocked_ns are 0 */
+	 * that are not queue spans, idle_ns the rest of the time from its first span to its
+	 * last, and runnable_ns and blocked_ns are 0 */
 	bool has_states;
 };
 

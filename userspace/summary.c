@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "summary.h"
+#include "stages.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SLOTS (2 * SUMMARY_MAX_NAMES)
 
@@ -130,6 +132,40 @@ static void print_threads(FILE *f, const struct threads *ts)
 	free(order);
 }
 
+/* The pipeline's stages and the verdict, as `tracer report` prints them. The recorder knows the
+ * time inside queue spans, not its state: queue spans are waits, so it is counted as waiting
+ * (thread_time__from_states). */
+static void print_stages(FILE *f, const struct threads *ts)
+{
+	struct thread_time *tt = xcalloc(ts->cnt + 1, sizeof(*tt));
+	struct stage_stats *st;
+	size_t n = 0, nst;
+	char verdict[512];
+
+	for (uint32_t i = 0; i < ts->cap; i++) {
+		const struct thread *t = &ts->v[i];
+
+		if (!t->tid)
+			continue;
+		tt[n].name = t->name;
+		tt[n].pid = t->pid;
+		tt[n].tid = t->tid;
+		tt[n].spans = t->spans;
+		thread_time__from_states(&tt[n++], t->state_ns[TS_RUNNING],
+					 t->state_ns[TS_RUNNABLE], t->state_ns[TS_SLEEPING],
+					 t->state_ns[TS_BLOCKED], t->queue_ns);
+	}
+	if (!stages__from_threads(tt, n, &st, &nst)) {
+		fputc('\n', f);
+		stages__print(f, st, nst);
+		stages__verdict(verdict, sizeof(verdict), st, nst,
+				(int)sysconf(_SC_NPROCESSORS_ONLN));
+		fprintf(f, "\n%s\n", verdict);
+		free(st);
+	}
+	free(tt);
+}
+
 void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
 		    uint64_t wall_ns, const uint64_t *c)
 {
@@ -145,6 +181,7 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 	fprintf(f, ".\n\n");
 	print_spans(f, s);
 	print_threads(f, threads);
+	print_stages(f, threads);
 	if (c[CNT_LOST_SPAN] || lost_sched)
 		fprintf(f, "\nLOST: %llu spans and %llu scheduler events (ring buffer full: "
 			   "raise --buffer-size or --min-dur).\n",

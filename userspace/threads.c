@@ -56,6 +56,16 @@ struct thread *threads__get(struct threads *ts, int pid, int tid)
 	return t;
 }
 
+const struct thread *threads__find(const struct threads *ts, int tid)
+{
+	const struct thread *t;
+
+	if (tid <= 0)
+		return NULL;
+	t = slot(ts->v, ts->cap, tid);
+	return t->tid ? t : NULL;
+}
+
 void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts)
 {
 	if (!t->first_seen)

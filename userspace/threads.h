@@ -45,6 +45,8 @@ void threads__free(struct threads *ts);
 /* The thread with this tid (not 0: that marks a free slot), created (state unknown, unnamed)
  * if new. */
 struct thread *threads__get(struct threads *ts, int pid, int tid);
+/* The thread with this tid, or NULL. */
+const struct thread *threads__find(const struct threads *ts, int tid);
 /* Moves a thread to a new state at ts, adding the time spent in the previous one. */
 void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts);
 /* The other side of a switch may be any process: say which sides are traced. */

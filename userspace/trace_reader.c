@@ -253,8 +253,7 @@ static int scan_value(struct trace_reader *r, bool keep)
 				continue;
 			}
 			if (scalar) {
-				if (ch == ',' || ch == '}' || ch == ']' || ch == ' ' || ch == '\t' ||
-				    ch == '\r' || ch == '\n')
+				if (ch && strchr(",}] \t\r\n", ch))
 					goto done;
 				continue;
 			}
@@ -486,7 +485,8 @@ const char *json_object_get(const char *s, size_t len, const char *key, size_t *
 		n = json_value_len(p, end - p);
 		if (!n)
 			return NULL;
-		if ((size_t)(p - k) >= klen + 2 && !memcmp(k + 1, key, klen) && k[klen + 1] == '"') {
+		if ((size_t)(p - k) >= klen + 2 && !memcmp(k + 1, key, klen) &&
+		    k[klen + 1] == '"') {
 			*vlen = n;
 			return p;
 		}
@@ -630,6 +630,7 @@ static int parse_event(struct trace_reader *r, struct trace_event *ev)
 			ev->name_at = at(text, v, vlen);
 		} else if (key_is(k, klen, "cat")) {
 			ev->cat = scratch_str(&o, v, vlen);
+			ev->cat_at = at(text, v, vlen);
 		} else if (key_is(k, klen, "ts")) {
 			ev->has_ts = !json_us_to_ns(v, vlen, &ev->ts_ns);
 			ev->ts_at = at(text, v, vlen);
@@ -732,9 +733,18 @@ static int next_sched(struct trace_reader *r, struct trace_item *it)
 				r->st = ST_KEY;
 				return want ? emit_sched_line(r, it) : 0;
 			}
-			if (c != '\\') {
-				if (want)
-					sched_byte(r, c);
+			if (c != '\\') { /* a run of plain bytes */
+				const char *q = p + 1;
+
+				while (q < end && *q != '"' && *q != '\\')
+					q++;
+				if (want) {
+					size_t n = q - p, room = TR_MAX_SCHED_LINE - r->sline_len;
+
+					memcpy(r->sline + r->sline_len, p, n < room ? n : room);
+					r->sline_len += n < room ? n : room;
+				}
+				p = q - 1;
 				continue;
 			}
 			/* an escape (at most 12 bytes) may cross the end of the buffer */
@@ -750,6 +760,10 @@ static int next_sched(struct trace_reader *r, struct trace_item *it)
 				continue;
 			}
 			used = unescape_one(p + 1, end, tmp, &n);
+			if (!used && r->eof && end - p < 13) {
+				r->pos = r->len; /* the file ends inside the escape */
+				return cut_short(r);
+			}
 			if (!used)
 				return fail(r, -EINVAL, "bad escape in systemTraceEvents");
 			p += used;
@@ -804,7 +818,8 @@ int trace_reader__next(struct trace_reader *r, struct trace_item *it)
 			}
 			if (r->st == ST_KEY) {
 				if (c != ',')
-					return fail(r, -EINVAL, "expected ',' or '}' after a value");
+					return fail(r, -EINVAL,
+						    "expected ',' or '}' after a value");
 				r->pos++;
 				c = skip_ws(r);
 			}
@@ -886,7 +901,8 @@ int trace_reader__next(struct trace_reader *r, struct trace_item *it)
 			if (!(r->want & TR_EVENTS))
 				break;
 			if (parse_event(r, &it->ev))
-				return fail(r, -EINVAL, "an event that is not a well-formed object");
+				return fail(r, -EINVAL,
+					    "an event that is not a well-formed object");
 			it->type = TI_EVENT;
 			return 1;
 		case ST_SCHED:
@@ -970,9 +986,11 @@ int ftrace_line__parse(const char *line, size_t len, struct ftrace_line *out)
 			return -EINVAL;
 		const char *t = skip_ws_mem(open + 1, task_end);
 
-		if (digits(t, task_end, &out->tgid, &after))
+		if (digits(t, task_end, &v, &after)) {
+			out->tgid = v;
 			out->tgid_at = (struct text_span){ (uint32_t)(t - line),
 							   (uint32_t)(after - t) };
+		}
 		task_end = open;
 		while (task_end > p && task_end[-1] == ' ')
 			task_end--;
@@ -982,7 +1000,8 @@ int ftrace_line__parse(const char *line, size_t len, struct ftrace_line *out)
 		;
 	if (*dash != '-' || !digits(dash + 1, task_end, &out->tid, &after) || after != task_end)
 		return -EINVAL;
-	out->tid_at = (struct text_span){ (uint32_t)(dash + 1 - line), (uint32_t)(after - dash - 1) };
+	out->tid_at = (struct text_span){ (uint32_t)(dash + 1 - line),
+					  (uint32_t)(after - dash - 1) };
 	/* after "] ": optional flags, then "secs.frac: " */
 	p = cpu_end;
 	for (;;) {

@@ -48,7 +48,7 @@ struct trace_event {
 	bool has_ts, has_dur, has_pid, has_tid;
 	int64_t ts_ns, dur_ns; /* microseconds in the file, exact nanoseconds here */
 	int64_t pid, tid;
-	struct text_span ts_at, pid_at, tid_at, args_at, id_at, bind_id_at, name_at;
+	struct text_span ts_at, pid_at, tid_at, args_at, id_at, bind_id_at, name_at, cat_at;
 };
 
 struct trace_item {
@@ -102,7 +102,7 @@ struct ftrace_line {
 	enum ftrace_kind kind;
 	int64_t ts_ns;
 	int cpu;
-	int64_t tid, tgid;	   /* the task the line is about (waker / prev); tgid -1 if absent */
+	int64_t tid, tgid;	   /* the line's task (waker, prev); tgid -1 if absent */
 	int64_t prev_tid, next_tid; /* FT_SWITCH */
 	char prev_state[4];	   /* FT_SWITCH: "R", "R+", "S", "D", ... */
 	int64_t woken_tid;	   /* FT_WAKING, FT_WAKEUP, FT_WAKEUP_NEW */

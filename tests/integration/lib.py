@@ -22,6 +22,8 @@ def configure(root, output):
     global ROOT, OUTPUT, TRACER
     ROOT, OUTPUT = root, output
     TRACER = os.path.join(output, "tracer")
+    # the packs of this tree, wherever the build went
+    os.environ.setdefault("TRACER_PROBES", os.path.join(root, "probes"))
 
 
 def target(name):

@@ -31,7 +31,7 @@ def test_disk_full_leaves_a_valid_file(tmp):
         pl.send_signal(signal.SIGINT)
         assert wait_exit(pl)[0] == 0
     finally:
-        subprocess.run(["umount", mnt])
+        subprocess.run(["umount", "-l", mnt])
 
 
 def test_sigkill_then_repair(tmp):

@@ -6,6 +6,7 @@ in OUTPUT/artifacts/. Also: the man page renders cleanly and documents every opt
 completion completes what it should."""
 import contextlib
 import functools
+import html.parser
 import http.server
 import json
 import os
@@ -48,11 +49,15 @@ def need(condition, what):
     raise Skip(what)
 
 
+def need_chromium():
+    need(shutil.which(cdp.CHROMIUM), "chromium not installed: apt-get install chromium")
+
+
 def speedscope_dir():
     path = os.path.join(lib.OUTPUT, "viewers", "node_modules", "speedscope", "dist", "release")
     need(os.path.isfile(os.path.join(path, "index.html")),
          f"speedscope not installed: run make OUTPUT={lib.OUTPUT} viewers")
-    need(shutil.which(cdp.CHROMIUM), "chromium not installed: apt-get install chromium")
+    need_chromium()
     return path
 
 
@@ -70,7 +75,8 @@ def http_server(root):
         def log_message(self, *args):
             pass
 
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                          functools.partial(Quiet, directory=root))
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     try:
@@ -109,8 +115,16 @@ def expected_profiles(trace):
     for e in spans(trace):
         key = (e["pid"], e["tid"])
         title = f"{procs[e['pid']]} (pid {e['pid']}), {threads[key]} (tid {e['tid']})"
-        names.setdefault(title, set()).add(e["name"])
+        names.setdefault(title, set()).add(frame_name(e))
     return names
+
+
+def frame_name(e):
+    """speedscope names a slice's frame by its name and its args (JSON.stringify), so calls
+    with different args are different frames."""
+    if "args" not in e:
+        return e["name"]
+    return e["name"] + " " + json.dumps(e["args"], separators=(",", ":"), ensure_ascii=False)
 
 
 def label_matches(label, names):
@@ -154,13 +168,13 @@ def nesting_warnings(browser):
             if "Tried to end" in w or "still open at end of profile" in w]
 
 
-def settle(browser, expression, convert, want, timeout=30):
-    """Polls a page value until convert(value) == want or the time is up; returns the last
+def settle(browser, expression, convert, done, timeout=30):
+    """Polls a page value until done(convert(value)) or the time is up; returns the last
     converted value (the caller asserts on it)."""
     deadline = time.monotonic() + timeout
     while True:
         got = convert(browser.eval(expression))
-        if got == want or time.monotonic() > deadline:
+        if done(got) or time.monotonic() > deadline:
             return got
         time.sleep(0.1)
 
@@ -186,7 +200,7 @@ def test_speedscope_shows_threads_and_spans(tmp):
         state = open_in_speedscope(b, base, os.path.basename(path))
         assert not state["error"], state["text"]
         assert state["title"] == "pipeline-trace.json - speedscope", state["title"]
-        first, index, count = state["toolbar"]
+        _, index, count = state["toolbar"]
         assert (index, count) == (1, len(want)), state["toolbar"]
         # the profile list in the page (hidden until clicked) names every thread with spans
         listed = b.eval("document.body.textContent")
@@ -209,16 +223,14 @@ def test_speedscope_shows_threads_and_spans(tmp):
             assert not wrong, f"{name}: labels of spans not on this thread: {wrong}"
             # sandwich: a table (DOM) with one row per span name of this thread
             b.press("3")
+            # (a virtual list: all rows are there when few, the top ones when many)
+            rows = want[name] if len(want[name]) <= 15 else None
             shown = settle(b, "document.body.innerText.includes('Symbol Name') &&"
                            " document.body.innerText.split('\\n')",
-                           lambda rows: {r.strip() for r in rows or ()} & every_name,
-                           want[name])
-            assert shown == want[name], f"{name}: sandwich shows {shown}, trace has {want[name]}"
-            if i > 1:
-                b.press("1")
-                b.screenshot(shot)
-                artifact(shot, f"speedscope-pipeline-{i}.png")
-                b.press("3")
+                           lambda lines: {x.strip() for x in lines or ()} & every_name,
+                           lambda got: got == rows if rows else got)
+            assert shown and shown <= want[name], f"{name}: sandwich shows {shown - want[name]}"
+            assert rows is None or shown == rows, f"{name}: sandwich lacks {rows - shown}"
             # the next thread, still in the sandwich view; labels drawn from here on are its own
             b.press("n")
             if i < count:
@@ -273,7 +285,9 @@ def subcommands():
 def help_options(*sub):
     """Long and short options in `tracer [SUB] --help`."""
     p = subprocess.run([lib.TRACER, *sub, "--help"], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0, \
+        f"tracer {' '.join(sub)} --help exits {p.returncode} (every command needs a usage " \
+        f"text): {p.stderr.strip()}"
     opts = set()
     for line in p.stdout.splitlines():
         m = re.match(r"^ +(-([A-Za-z0-9]), )?(--[a-z0-9-]+)", line)
@@ -294,7 +308,8 @@ def complete(words, env=None):
     path = os.path.dirname(lib.TRACER) + os.pathsep + os.environ.get("PATH", "")
     p = subprocess.run(["bash", "--norc", "--noprofile", "-c", script, "bash",
                         os.path.join(lib.ROOT, "completion", "tracer.bash"), *words],
-                       capture_output=True, text=True, env=dict(os.environ, PATH=path, **(env or {})))
+                       capture_output=True, text=True,
+                       env=dict(os.environ, PATH=path, **(env or {})))
     assert p.returncode == 0, p.stderr
     return [x for x in p.stdout.split("\n") if x]
 
@@ -317,12 +332,24 @@ def test_bash_completion(tmp):
     packs = sorted(f[:-5] for f in os.listdir(probes) if f.endswith(".json"))
     assert sorted(complete(["tracer", "-P", ""], {"TRACER_PROBES": probes})) == packs
     assert complete(["tracer", "--pack", "=", "pip"], {"TRACER_PROBES": probes}) == ["pipeline"]
+    # tracer -- COMMAND: commands
+    assert "bash" in complete(["tracer", "-d", "5", "--", "bas"])
     # -u: the categories
     assert complete(["tracer", "-u", "op"]) == ["operator:"]
     # -o: files
     open(os.path.join(tmp, "run-trace.json"), "w").close()
     assert complete(["tracer", "-o", os.path.join(tmp, "run-")]) == [
         os.path.join(tmp, "run-trace.json")]
+    # subcommands that read traces complete trace files; choices listed in a synopsis complete
+    if "report" in subcommands():
+        open(os.path.join(tmp, "run-notes.txt"), "w").close()
+        assert complete(["tracer", "report", os.path.join(tmp, "run-")]) == [
+            os.path.join(tmp, "run-trace.json")]
+        synopsis = subprocess.run([lib.TRACER, "report", "--help"], capture_output=True,
+                                  text=True).stdout
+        m = re.search(r"\[--by ([a-z|]+)\]", synopsis)
+        assert m and sorted(complete(["tracer", "report", "x.json", "--by", ""])) == sorted(
+            m.group(1).split("|"))
     # -p: processes by pid (with their names when several match) or by name, after a comma
     name = f"zz{os.getpid() % 100000}"
     exe = os.path.join(tmp, name)
@@ -341,3 +368,176 @@ def test_bash_completion(tmp):
     finally:
         proc.kill()
         proc.wait()
+
+
+def roff_text(path):
+    """The man page's source with escapes for hyphens and fonts removed."""
+    with open(path) as f:
+        text = f.read()
+    return re.sub(r"\\f[BIRP]|\\&", "", text.replace("\\-", "-"))
+
+
+def test_man_page(tmp):
+    page = os.path.join(lib.ROOT, "doc", "tracer.1")
+    need(shutil.which("groff"), "groff not installed: apt-get install groff-base")
+    p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", page], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    p = subprocess.run(["groff", "-man", "-Tutf8", "-P-c", page], capture_output=True, text=True)
+    rendered = re.sub(".\x08", "", p.stdout)  # overstrike bold and underline
+    for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXIT STATUS", "FILES",
+                    "EXAMPLES"):
+        assert re.search(rf"^{section}$", rendered, re.M), f"no {section} section"
+    src = roff_text(page)
+    # every subcommand is described, and every option of every usage text documented
+    tags = re.findall(r"^\.TP\n(.*)$", src, re.M)
+    for sub in subcommands():
+        assert any(re.match(rf"\.BR? {sub}\b", t) for t in tags), f"no entry for {sub}"
+    documented = set(re.findall(r"(?<![\w-])(--?[A-Za-z0-9][a-z0-9-]*)", src))
+    offered = help_options()
+    for sub in subcommands():
+        offered |= help_options(sub)
+    assert offered - documented == set(), f"undocumented options: {offered - documented}"
+    # and nothing is documented that tracer does not have
+    defined = set()
+    for t in tags:
+        defined |= set(re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)", t))
+    assert defined - offered == set(), f"documented but not in any --help: {defined - offered}"
+
+
+def report_html(tmp, trace_path, *args):
+    """Runs tracer report --html; returns (html text, the same report as --json)."""
+    out = os.path.join(tmp, "report.html")
+    p = subprocess.run([lib.TRACER, "report", trace_path, "--html", out, *args],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([lib.TRACER, "report", trace_path, "--json", *args], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    with open(out) as f:
+        return out, f.read(), json.loads(p.stdout)
+
+
+class _Fetches(html.parser.HTMLParser):
+    """Collects whatever in a page would make a browser fetch something."""
+
+    def __init__(self):
+        super().__init__()
+        self.found, self.in_style = [], False
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "link", "img", "iframe", "object", "embed", "video", "audio",
+                   "source", "image", "use"):
+            self.found.append(f"<{tag}>")
+        for k, v in attrs:
+            if k in ("src", "href", "srcset", "xlink:href", "poster", "data") or \
+                    (v and "url(" in v):
+                self.found.append(f"{tag} {k}={v}")
+        self.in_style = tag == "style"
+
+    def handle_endtag(self, tag):
+        self.in_style = False
+
+    def handle_data(self, data):
+        if self.in_style and re.search(r"url\(|@import|@font-face", data):
+            self.found.append("a stylesheet that loads")
+
+
+def assert_self_contained(page):
+    """Nothing to fetch: no script, link, image, frame, CSS url() or import."""
+    p = _Fetches()
+    p.feed(page)
+    p.close()
+    assert p.found == [], f"the page loads something: {p.found[:5]}"
+
+
+def page_facts(browser):
+    """What the report page shows, read from its DOM and the SVG geometry Chromium laid out."""
+    return browser.eval("""(() => {
+        const stages = [...document.querySelectorAll('#stages g.stage')].map(g => ({
+            name: g.dataset.stage,
+            shares: Object.fromEntries([...g.querySelectorAll('rect')].map(
+                r => [r.dataset.share, +r.dataset.value])),
+            width: [...g.querySelectorAll('rect')].reduce((w, r) => w + r.getBBox().width, 0)}));
+        const hists = [...document.querySelectorAll('svg.hist')].map(s => ({
+            group: s.dataset.group, count: +s.dataset.count,
+            bars: [...s.querySelectorAll('rect.bar')].reduce((n, r) => n + +r.dataset.count, 0),
+            drawn: [...s.querySelectorAll('rect.bar')].every(r => r.getBBox().height >= 1)}));
+        return {title: document.title, verdict: document.getElementById('verdict').textContent,
+                text: document.body.innerText, stages, hists,
+                scripts: document.scripts.length,
+                loaded: performance.getEntriesByType('resource').map(e => e.name)};
+    })()""")
+
+
+def test_html_report(tmp):
+    need_chromium()
+    path, trace = record(tmp, "--frames", "40", "--bottleneck", "decode")
+    out, page, rep = report_html(tmp, path)
+    assert_self_contained(page)
+    shot = os.path.join(tmp, "report.png")
+    with cdp.Browser(os.path.join(tmp, "chromium"), width=1000, height=900,
+                     log=os.path.join(tmp, "chromium.log")) as b:
+        b.open("file://" + out)
+        assert b.wait_for("document.readyState === 'complete'")
+        facts = page_facts(b)
+        b.screenshot(shot, full_page=True)
+        artifact(shot, "report-pipeline.png")
+    assert facts["loaded"] == [] and facts["scripts"] == 0, facts["loaded"]
+    assert facts["verdict"] == rep["verdict"] and rep["verdict"].startswith("bottleneck: ")
+    # one stacked bar per stage, its parts the stage's shares, filling the bar
+    assert [s["name"] for s in facts["stages"]] == [s["stage"] for s in rep["stages"]]
+    assert {"decode[*]", "op[*]", "reader", "writer"} <= {s["stage"] for s in rep["stages"]}
+    keys = {"running": "running", "runnable": "runnable", "queue wait": "queue_wait",
+            "blocked": "blocked", "idle": "idle"}
+    for shown, want in zip(facts["stages"], rep["stages"]):
+        for label, key in keys.items():
+            assert abs(shown["shares"].get(label, 0) - want[key]) < 0.0006, (label, shown, want)
+        if want["wall_ns"]:
+            assert abs(shown["width"] - 700) < 1.5, shown
+        assert want["stage"] in facts["text"]
+    # a histogram per span name holding every span of it
+    groups = rep["groups"][:20]
+    assert [h["group"] for h in facts["hists"]] == [g["group"] for g in groups]
+    for h, g in zip(facts["hists"], groups):
+        assert h["count"] == h["bars"] == g["count"] and h["drawn"], (h, g)
+    assert {"decode_frame", "Wait on Input Queue", "write_frame"} <= {h["group"] for h in
+                                                                     facts["hists"]}
+
+
+def test_html_report_escapes_names(tmp):
+    """Names come from the traced program: markup in them is shown, never run or parsed."""
+    need_chromium()
+    path = os.path.join(tmp, "odd.json")
+    name = '<img src=x onerror="alert(1)">&amp;'
+    events = [{"ph": "M", "name": "process_name", "pid": 7, "tid": 7, "args": {"name": "p<7>"}},
+              {"ph": "M", "name": "thread_name", "pid": 7, "tid": 8,
+               "args": {"name": "<b>w</b>-0"}}]
+    events += [{"ph": "X", "name": name, "cat": "operator", "ts": 10.0 * i, "dur": 2.0 + i,
+                "pid": 7, "tid": 8} for i in range(1, 50)]
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n' + ",\n".join(json.dumps(e) for e in events) +
+                '\n],"metadata":{}}\n')
+    out, page, rep = report_html(tmp, path)
+    assert_self_contained(page)
+    with cdp.Browser(os.path.join(tmp, "chromium"), log=os.path.join(tmp, "chromium.log")) as b:
+        b.open("file://" + out)
+        assert b.wait_for("document.readyState === 'complete'")
+        facts = page_facts(b)
+        images = b.eval("document.images.length")
+    assert images == 0 and not b.dialogs and facts["scripts"] == 0
+    assert [h["group"] for h in facts["hists"]] == [name]
+    assert name in facts["text"] and "<b>w</b>" in facts["text"]
+    assert facts["hists"][0]["count"] == 49
+
+
+def test_html_report_unwritable(tmp):
+    path = os.path.join(tmp, "t.json")
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n{"ph":"X","name":"a","cat":"io","ts":1.000,"dur":2.000,'
+                '"pid":1,"tid":1}\n],"metadata":{}}\n')
+    p = subprocess.run([lib.TRACER, "report", path, "--html", os.path.join(tmp, "no", "r.html")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1, p
+    lines = p.stderr.strip().split("\n")
+    assert len(lines) == 1 and lines[0].startswith("tracer: cannot write "), p.stderr

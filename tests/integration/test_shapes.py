@@ -1,0 +1,152 @@
+"""Process shapes: several pids, children and exec'd programs (--follow), libraries loaded
+after attach (dlopen), every process mapping an object (-a), containers, replaced binaries."""
+import collections
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import lib
+from lib import (_procs, check_format, finish_tracer, load_trace, sigusr1, spans,
+                 start_pipeline, start_tracer, wait_exit)
+
+
+def start(cmd):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    return p, int(line[1])
+
+
+def pack(tmp, name, probes):
+    path = os.path.join(tmp, name + ".json")
+    with open(path, "w") as f:
+        json.dump({"name": name, "probes": probes}, f)
+    return path
+
+
+def count(trace, name):
+    return collections.Counter(e["pid"] for e in spans(trace) if e["name"] == name)
+
+
+def test_several_pids(tmp):
+    out = os.path.join(tmp, "two.json")
+    a, pa = start_pipeline("--frames", "30")
+    b, pb = start_pipeline("--frames", "20")
+    tr = start_tracer("-p", f"{pa},{pb}", "-P", "pipeline", "-o", out)
+    sigusr1(pa)
+    sigusr1(pb)
+    wait_exit(a)
+    wait_exit(b)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    assert count(trace, "decode_frame") == {pa: 30, pb: 20}
+    procs = {e["pid"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+    assert {pa, pb} <= procs
+
+
+def test_follow_fork_and_exec(tmp):
+    out = os.path.join(tmp, "f.json")
+    probes = pack(tmp, "shapes", [
+        {"object": "spawner", "function": "work", "category": "other"},
+        {"object": "pipeline", "function": "decode_frame", "category": "decode"}])
+    p, pid = start([lib.target("spawner"), "--wait-signal", "fork", "5",
+                    lib.target("pipeline"), "--frames", "4"])
+    tr = start_tracer("-p", pid, "--follow", "-P", probes, "-o", out)
+    sigusr1(pid)
+    child = int(p.stdout.readline().split()[1])
+    execd = int(p.stdout.readline().split()[1])
+    assert wait_exit(p)[0] == 0
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    # the forked child from its first instruction; the exec'd program from its entry point
+    assert count(trace, "work") == {pid: 5, child: 7}
+    assert count(trace, "decode_frame") == {execd: 4}
+    followed = {t["pid"] for t in trace["metadata"]["targets"] if t["followed"]}
+    assert {child, execd} <= followed
+
+
+def test_library_loaded_after_attach(tmp):
+    out = os.path.join(tmp, "d.json")
+    probes = pack(tmp, "plugin", [
+        {"object": "libplugin.so", "function": "plugin_work", "category": "operator"}])
+    p, pid = start([lib.target("spawner"), "--wait-signal", "dlopen",
+                    lib.target("libplugin.so"), "200"])
+    tr = start_tracer("-p", pid, "-P", probes, "-o", out)
+    sigusr1(pid)
+    assert p.stdout.readline().strip() == "loaded"
+    assert wait_exit(p)[0] == 0
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    calls = [e for e in spans(trace) if e["name"] == "plugin_work"]
+    # 200 calls 10 ms apart; probed within a second of the dlopen
+    assert 100 <= len(calls) <= 200, len(calls)
+
+
+def test_system_wide_catches_later_processes(tmp):
+    out = os.path.join(tmp, "a.json")
+    a, pa = start_pipeline("--forever", "--bottleneck", "none")
+    sigusr1(pa)
+    tr = start_tracer("-a", "-u", "decode:pipeline:decode_frame", "-o", out)
+    b, pb = start_pipeline("--frames", "30")
+    sigusr1(pb)
+    assert wait_exit(b)[0] == 0
+    time.sleep(0.3)
+    tr.send_signal(signal.SIGINT)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    n = count(trace, "decode_frame")
+    assert n[pb] == 30 and n[pa] > 10, n
+    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    assert names.get(pa) == "pipeline" and names.get(pb) == "pipeline"
+    a.send_signal(signal.SIGINT)
+    wait_exit(a)
+
+
+def test_container_namespaces(tmp):
+    out = os.path.join(tmp, "c.json")
+    p = subprocess.Popen(["unshare", "--mount", "--pid", "--fork", "--mount-proc",
+                          lib.target("pipeline"), "--wait-signal", "--frames", "15"],
+                         stdout=subprocess.PIPE, text=True)
+    _procs.append(p)
+    inner = p.stdout.readline().split()
+    assert inner[0] == "ready" and inner[1] == "1", inner  # pid 1 in its own namespace
+    # its pid as the host sees it: the child of unshare
+    with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+        host_pid = int(f.read().split()[0])
+    tr = start_tracer("-p", host_pid, "-P", "pipeline", "-o", out)
+    os.kill(host_pid, signal.SIGUSR1)
+    assert wait_exit(p)[0] == 0
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, _ = load_trace(out)
+    assert count(trace, "decode_frame") == {host_pid: 15}
+
+
+def test_binary_replaced_on_disk(tmp):
+    out = os.path.join(tmp, "r.json")
+    exe = os.path.join(tmp, "pipeline")
+    shutil.copy(lib.target("pipeline"), exe)
+    p, pid = start([exe, "--wait-signal", "--frames", "12"])
+    os.unlink(exe)  # an upgrade replaced it: the running process keeps the old file
+    with open(exe, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out)
+    sigusr1(pid)
+    assert wait_exit(p)[0] == 0
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, _ = load_trace(out)
+    assert count(trace, "decode_frame") == {pid: 12}

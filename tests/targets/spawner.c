@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+/* Process shapes for tracer's tests. After SIGUSR1 (--wait-signal prints "ready PID" first):
+ *   spawner --wait-signal fork N PROGRAM ARGS...: calls work() N times, forks a child that calls
+ *     work() N+2 times and exits, then forks one that execs PROGRAM ARGS; prints
+ *     "child PID" and "exec PID", waits for both.
+ *   spawner --wait-signal dlopen LIBRARY N: loads LIBRARY with dlopen, then calls its
+ *     plugin_work() N times, 10 ms apart; prints "loaded" when the library is in.
+ */
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+__attribute__((noinline, noipa, used)) int work(int i)
+{
+	volatile int x = i;
+
+	return x + 1;
+}
+
+static void wait_signal(void)
+{
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	sigwait(&set, &sig);
+}
+
+static int do_fork(int n, char **prog)
+{
+	pid_t child, exec_child;
+	int st1, st2;
+
+	for (int i = 0; i < n; i++)
+		work(i);
+	child = fork();
+	if (child == 0) {
+		for (int i = 0; i < n + 2; i++)
+			work(i);
+		_exit(0);
+	}
+	exec_child = fork();
+	if (exec_child == 0) {
+		execv(prog[0], prog);
+		_exit(127);
+	}
+	printf("child %d\nexec %d\n", child, exec_child);
+	fflush(stdout);
+	waitpid(child, &st1, 0);
+	waitpid(exec_child, &st2, 0);
+	return WIFEXITED(st1) && WIFEXITED(st2) && !WEXITSTATUS(st1) && !WEXITSTATUS(st2) ? 0 : 1;
+}
+
+static int do_dlopen(const char *lib, int n)
+{
+	struct timespec ten_ms = { 0, 10 * 1000 * 1000 };
+	int (*fn)(int);
+	void *h = dlopen(lib, RTLD_NOW);
+
+	if (!h || !(fn = (int (*)(int))dlsym(h, "plugin_work"))) {
+		fprintf(stderr, "spawner: %s\n", dlerror());
+		return 1;
+	}
+	printf("loaded\n");
+	fflush(stdout);
+	for (int i = 0; i < n; i++) {
+		fn(i);
+		nanosleep(&ten_ms, NULL);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 5 && !strcmp(argv[1], "--wait-signal") && !strcmp(argv[2], "fork")) {
+		wait_signal();
+		return do_fork(atoi(argv[3]), &argv[4]);
+	}
+	if (argc == 5 && !strcmp(argv[1], "--wait-signal") && !strcmp(argv[2], "dlopen")) {
+		wait_signal();
+		return do_dlopen(argv[3], atoi(argv[4]));
+	}
+	fprintf(stderr, "usage: spawner --wait-signal fork N PROGRAM ARGS... | "
+			"--wait-signal dlopen LIBRARY N\n");
+	return 2;
+}
