@@ -3,6 +3,7 @@
 #include "target.h"
 #include "util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +280,8 @@ int consumer__handle(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(type))
 		return 0;
+	if (c->max_bytes && trace_writer__bytes(c->writer) >= c->max_bytes)
+		return -EFBIG;
 	memcpy(&type, data, sizeof(type));
 	c->records++;
 	switch (type) {

@@ -32,6 +32,7 @@ struct consumer {
 	void *ctx;
 	bool flows;	 /* draw wake-up arrows between spans */
 	bool no_args;	 /* the BPF side captured nothing: ignore capture fields */
+	uint64_t max_bytes; /* --max-size: stop taking records once the file is this big */
 	uint64_t records;
 	uint64_t next_flow_id;
 	struct queue_depth queues[MAX_QUEUES];

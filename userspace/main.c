@@ -41,6 +41,7 @@ static const char usage_text[] =
 	"                           span names from strings, or queue depths)\n"
 	"      --start-paused       attach but record nothing until SIGUSR1; SIGUSR1 toggles\n"
 	"      --buffer-size MB     ring buffer size, a power of two (default 8)\n"
+	"      --max-size SIZE      stop when the file reaches SIZE (500M, 2G); the file stays valid\n"
 	"  -q, --quiet              no summary\n"
 	"  -v, --verbose            debug messages, libbpf's included\n"
 	"  -h, --help               this text\n"
@@ -93,6 +94,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		OPT_NO_ARGS,
 		OPT_START_PAUSED,
 		OPT_FOLLOW,
+		OPT_MAX_SIZE,
 	};
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -107,6 +109,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "no-args", no_argument, NULL, OPT_NO_ARGS },
 		{ "start-paused", no_argument, NULL, OPT_START_PAUSED },
 		{ "follow", no_argument, NULL, OPT_FOLLOW },
+		{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
 		{ "all-processes", no_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -162,6 +165,12 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_FOLLOW:
 			o->follow = true;
+			break;
+		case OPT_MAX_SIZE:
+			if (parse_size(optarg, &o->max_size) || o->max_size < 4096)
+				return usage_error("bad --max-size '%s': want bytes of at least 4k, or "
+						   "with k, M or G (500M)",
+						   optarg);
 			break;
 		case 'a':
 			o->system_wide = true;

@@ -4,6 +4,7 @@
 #include "consumer.h"
 #include "launch.h"
 #include "resolve.h"
+#include "status.h"
 #include "tracked.h"
 #include "target.h"
 #include "trace_file.h"
@@ -60,6 +61,8 @@ struct recording {
 	char path[PATH_MAX];
 	uint64_t t0, t0_realtime, end;
 	const char *stop_reason;
+	struct status status;
+	bool warned_size;
 	int epfd, sigfd, timerfd;
 	char err[1024];
 };
@@ -473,6 +476,43 @@ static void toggle_pause(struct recording *r)
 	pr_info("%s", pause ? "paused (SIGUSR1 resumes)" : "resumed");
 }
 
+static void read_counters(struct recording *r, uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals = xcalloc(ncpu, sizeof(uint64_t));
+
+	for (__u32 k = 0; k < CNT_MAX; k++) {
+		out[k] = 0;
+		if (bpf_map__lookup_elem(r->skel->maps.counters, &k, sizeof(k), vals,
+					 ncpu * sizeof(uint64_t), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+}
+
+/* Once a second: the status line, and the file's size against --max-size and the viewers'
+ * limits (catapult fails at about 256 MB of JSON, Perfetto in a browser at about 2 GB). */
+static void every_tick(struct recording *r, uint64_t now)
+{
+	uint64_t bytes = trace_writer__bytes(r->writer), counters[CNT_MAX];
+
+	if (!r->warned_size && bytes >= (256ull << 20)) {
+		r->warned_size = true;
+		status__clear(&r->status);
+		pr_warn("the trace passed 256 MB: chrome://tracing may not open it (Perfetto opens up "
+			"to about 2 GB); --min-dur, --max-size or a .gz name keep it smaller");
+	}
+	if (!r->status.on)
+		return;
+	read_counters(r, counters);
+	status__update(&r->status, now, now - r->t0, counters[CNT_SPANS], r->consumer.threads.cnt,
+		       counters[CNT_LOST_SPAN] + counters[CNT_LOST_SWITCH] +
+			       counters[CNT_LOST_WAKEUP] + counters[CNT_LOST_TASK],
+		       bytes, r->skel->bss->phase == PHASE_PAUSED);
+}
+
 /* A target's pidfd became readable: it exited. */
 static void target_exited(struct recording *r, int pid)
 {
@@ -521,10 +561,12 @@ static void event_loop(struct recording *r)
 							 : si.ssi_signo == SIGTERM ? "SIGTERM"
 										   : "SIGHUP";
 			} else if (id == EV_TIMER) {
-				if (read(r->timerfd, &expirations, sizeof(expirations)) > 0 &&
-				    ++ticks % RESCAN_TICKS == 0 &&
-				    tracked__rescan(&r->tracked, r->err, sizeof(r->err)) < 0)
+				if (read(r->timerfd, &expirations, sizeof(expirations)) <= 0 ||
+				    ++ticks % RESCAN_TICKS)
+					continue;
+				if (tracked__rescan(&r->tracked, r->err, sizeof(r->err)) < 0)
 					pr_warn("%s", r->err);
+				every_tick(r, now_ns());
 			} else if (id > 0) {
 				target_exited(r, id);
 			}
@@ -535,6 +577,9 @@ static void event_loop(struct recording *r)
 			r->stop_reason = "write error";
 		if (deadline && now_ns() >= deadline && !r->stop_reason)
 			r->stop_reason = "duration elapsed";
+		if (r->consumer.max_bytes &&
+		    trace_writer__bytes(r->writer) >= r->consumer.max_bytes && !r->stop_reason)
+			r->stop_reason = "--max-size reached";
 	}
 }
 
@@ -590,21 +635,6 @@ static void close_open_spans(struct recording *r)
 	}
 }
 
-static void read_counters(struct recording *r, uint64_t *out)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals = xcalloc(ncpu, sizeof(uint64_t));
-
-	for (__u32 k = 0; k < CNT_MAX; k++) {
-		out[k] = 0;
-		if (bpf_map__lookup_elem(r->skel->maps.counters, &k, sizeof(k), vals,
-					 ncpu * sizeof(uint64_t), 0))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			out[k] += vals[c];
-	}
-	free(vals);
-}
 
 static char *metadata_json(struct recording *r, const uint64_t *c)
 {
@@ -787,6 +817,11 @@ int record__run(struct record_opts *opts)
 	consumer__init(&r.consumer, r.writer, &r.tracked.probes,
 		       !opts->no_sched && !opts->min_dur_ns, opts->no_args);
 	r.consumer.on_process = on_process;
+	/* events stop with room left for the end: the scheduler text grows ~1/16 when escaped,
+	 * the metadata stays under 64 KB unless thousands of functions are probed */
+	if (opts->max_size)
+		r.consumer.max_bytes = opts->max_size > (128 << 10) ?
+					       (opts->max_size - (64 << 10)) * 16 / 17 : opts->max_size / 2;
 	r.consumer.ctx = &r;
 	r.rb = ring_buffer__new(bpf_map__fd(r.skel->maps.events), consumer__handle, &r.consumer,
 				NULL);
@@ -812,7 +847,9 @@ int record__run(struct record_opts *opts)
 		r.multi ? "uprobe_multi" : "uprobe per function");
 	if (opts->start_paused)
 		pr_info("paused until SIGUSR1 (kill -USR1 %d)", getpid());
+	status__init(&r.status, verbosity < VERB_NORMAL);
 	event_loop(&r);
+	status__clear(&r.status);
 	err = finish(&r);
 	goto out;
 out_abort:

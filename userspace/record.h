@@ -25,6 +25,7 @@ struct record_opts {
 	bool follow;	  /* children and exec'd programs of the targets too */
 	bool system_wide; /* -a: every process that maps a probed object */
 	uint32_t buffer_mb;
+	uint64_t max_size; /* bytes; 0: no limit */
 };
 
 /* Returns the process exit status: 0 recorded, 1 failed; in launch mode, the command's. */

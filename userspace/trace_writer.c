@@ -30,7 +30,7 @@ struct trace_writer {
 	gzFile gz;
 	FILE *sched; /* ftrace text lines, copied into "systemTraceEvents" at the end */
 	uint64_t t0;
-	uint64_t events, bytes, sched_lines;
+	uint64_t events, bytes, sched_lines, sched_bytes;
 	/* File offsets after the last successful flushes: each ends a complete event line, where
 	 * the file can be cut and closed when the disk fills up. */
 	uint64_t good[8];
@@ -493,7 +493,7 @@ void trace_writer__switch(struct trace_writer *w, const struct switch_rec *r)
 	ftrace_comm(next, r->next_comm);
 	ftrace_tgid(tgid, r->prev_pid);
 	ftrace_ts(ts, rel(w, r->ts));
-	fprintf(w->sched,
+	w->sched_bytes += fprintf(w->sched,
 		"%16s-%-7u (%s) [%03u] d..2 %s: sched_switch: prev_comm=%s prev_pid=%u "
 		"prev_prio=%u prev_state=%s ==> next_comm=%s next_pid=%u next_prio=%u\n",
 		prev, r->prev_tid, tgid, r->cpu, ts, prev, r->prev_tid, r->prev_prio,
@@ -511,7 +511,7 @@ void trace_writer__wakeup(struct trace_writer *w, const struct wakeup_rec *r)
 	ftrace_comm(waker, r->waker_comm);
 	ftrace_tgid(tgid, r->waker_pid);
 	ftrace_ts(ts, rel(w, r->ts));
-	fprintf(w->sched,
+	w->sched_bytes += fprintf(w->sched,
 		"%16s-%-7u (%s) [%03u] d..2 %s: %s: comm=%s pid=%u prio=%u%s target_cpu=%03u\n",
 		waker, r->waker_tid, tgid, r->cpu, ts, kinds[r->kind % 3], comm, r->tid, r->prio,
 		r->kind == WAKEUP_WAKING ? "" : " success=1", r->target_cpu);
@@ -525,7 +525,7 @@ uint64_t trace_writer__events(const struct trace_writer *w)
 
 uint64_t trace_writer__bytes(const struct trace_writer *w)
 {
-	return w->bytes + w->len + (w->sched ? (uint64_t)ftell(w->sched) : 0);
+	return w->bytes + w->len + w->sched_bytes;
 }
 
 int trace_writer__error(const struct trace_writer *w)

@@ -109,6 +109,31 @@ int parse_duration(const char *s, uint64_t default_unit_ns, uint64_t *ns)
 	return -EINVAL;
 }
 
+int parse_size(const char *s, uint64_t *bytes)
+{
+	static const char units[] = "kMGT";
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0 || !isfinite(v))
+		return -EINVAL;
+	if (*end) {
+		const char *u = strchr(units, *end == 'K' ? 'k' : *end);
+
+		if (!u || !*u || (end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB")))
+			return -EINVAL;
+		v *= (double)(1ull << (10 * (u - units + 1)));
+	}
+	if (v > 1e18)
+		return -EINVAL;
+	*bytes = (uint64_t)v;
+	return 0;
+}
+
 int parse_long(const char *s, long min, long max, long *out)
 {
 	char *end;

@@ -26,6 +26,8 @@ uint64_t realtime_ns(void);
 
 /* "1.5s", "20ms", "50us", "300ns"; a bare number is in default_unit_ns. 0 or -EINVAL. */
 int parse_duration(const char *s, uint64_t default_unit_ns, uint64_t *ns);
+/* Bytes: "4096", "500k", "64M", "2G" (powers of 1024). 0 or -EINVAL. */
+int parse_size(const char *s, uint64_t *bytes);
 /* A whole number in [min, max]. 0 or -EINVAL / -ERANGE. */
 int parse_long(const char *s, long min, long max, long *out);
 

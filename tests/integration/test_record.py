@@ -1,9 +1,12 @@
 """Recording the sample pipeline: every span against the pipeline's own ground-truth log."""
 import collections
+import subprocess
 import os
 import signal
 import statistics
 import time
+
+import lib
 
 from lib import (alive, check_format, finish_tracer, load_trace, wait_probes_gone,
                  read_ground_truth, sched_lines, sigusr1, spans, start_pipeline, start_tracer,
@@ -257,5 +260,43 @@ def test_pause_resume(tmp):
     assert all(resumed <= e["ts"] <= paused for e in xs), [e for e in xs if not resumed <= e["ts"] <= paused][:3]
     assert sched_lines(trace) and all(resumed / 1e6 - 0.001 <= s["ts"] <= paused / 1e6 + 0.001
                                       for s in sched_lines(trace))
+    pl.send_signal(signal.SIGINT)
+    wait_exit(pl)
+
+
+def test_status_line_and_max_size(tmp):
+    import pty
+    out = os.path.join(tmp, "m.json")
+    pl, pid = start_pipeline("--forever", "--bottleneck", "none")
+    sigusr1(pid)
+    # on a terminal: one line rewritten in place
+    master, slave = pty.openpty()
+    p = subprocess.Popen([lib.TRACER, "-p", str(pid), "-P", "pipeline", "-d", "2.6", "-o", out],
+                         stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+    text = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        text += chunk
+    p.wait()
+    text = text.decode(errors="replace")
+    assert p.returncode == 0, text
+    assert "\r\x1b[Krecording " in text and "spans " in text and "/s)" in text, text
+    assert "\x1b[3" not in text  # no colours (NO_COLOR holds trivially)
+    # not a terminal: no status line
+    rc, err = lib.run_tracer("-p", pid, "-P", "pipeline", "-d", "1.5", "-o", out)
+    assert rc == 0 and "\r" not in err
+    # --max-size: stops near the size with a valid file
+    rc, err = lib.run_tracer("-p", pid, "-P", "pipeline", "--max-size", "1M", "-o", out, "-d", "30")
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    assert trace["metadata"]["stop_reason"] == "--max-size reached"
+    assert 512 << 10 < os.path.getsize(out) <= 1 << 20, os.path.getsize(out)
     pl.send_signal(signal.SIGINT)
     wait_exit(pl)
