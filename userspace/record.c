@@ -102,6 +102,43 @@ static bool pack_applies(const struct probe_pack *pack, const struct recording *
 	return false;
 }
 
+/* Return probes crash a target when a C++ exception unwinds through a probed frame or a
+ * stackful coroutine switches stacks inside one: warn when that can happen. */
+static void warn_hazards(const struct recording *r)
+{
+	static const struct {
+		const char *glob, *what;
+	} hazards[] = {
+		{ "libstdc++.so.*", "C++ exceptions" },
+		{ "libboost_context*.so*", "Boost.Context coroutines" },
+		{ "libboost_fiber*.so*", "Boost.Fiber fibers" },
+		{ "libco.so*", "libco coroutines" },
+		{ "libdill.so*", "libdill coroutines" },
+		{ "libfolly*.so*", "folly fibers" },
+	};
+	const struct tracked *t = &r->tracked;
+	bool cxx = false;
+
+	if (r->opts->entry_only)
+		return;
+	/* exceptions only unwind C++ frames: a concern when C++ functions are probed */
+	for (size_t i = 0; i < t->probes.cnt && !cxx; i++)
+		cxx = !strncmp(t->probes.v[i].function, "_Z", 2) &&
+		      !(t->probes.v[i].cfg.flags & PROBE_ENTRY_ONLY);
+	for (size_t h = cxx ? 0 : 1; h < sizeof(hazards) / sizeof(hazards[0]); h++)
+		for (size_t k = 0; k < t->ntargets; k++)
+			for (size_t i = 0; i < t->targets[k].nobjs; i++)
+				if (!fnmatch(hazards[h].glob, t->targets[k].objs[i].base, 0)) {
+					pr_warn("pid %d uses %s (%s): if one unwinds or switches "
+						"stacks through a probed function, its return probe "
+						"crashes the process; use --entry-only then",
+						t->targets[k].pid, hazards[h].what,
+						t->targets[k].objs[i].base);
+					k = t->ntargets;
+					break;
+				}
+}
+
 /* -P packs, or with no -u/-P every pack whose "when" matches a target. */
 static int choose_specs(struct recording *r)
 {
@@ -811,6 +848,7 @@ int record__run(struct record_opts *opts)
 		pr_err("%s", r.err);
 		goto out;
 	}
+	warn_hazards(&r);
 	err = open_output(&r);
 	if (err)
 		goto out;

@@ -150,3 +150,21 @@ def test_binary_replaced_on_disk(tmp):
     assert rc == 0, err
     trace, _ = load_trace(out)
     assert count(trace, "decode_frame") == {pid: 12}
+
+
+def test_cxx_hazard_warning_and_entry_only(tmp):
+    out = os.path.join(tmp, "x.json")
+    p, pid = start([lib.target("cxx_ops"), "--wait-signal", "--iterations", "0", "--us", "200"])
+    sigusr1(pid)
+    spec = "operator:*:onnx::Conv*::Compute"
+    rc, err = lib.run_tracer("-p", pid, "-u", spec, "-d", "0.6", "-o", out)
+    assert rc == 0, err
+    warn = [l for l in err.splitlines() if "C++ exceptions" in l]
+    assert len(warn) == 1 and "--entry-only" in warn[0], err
+    rc, err = lib.run_tracer("-p", pid, "--entry-only", "-u", spec, "-d", "0.6", "-o", out)
+    assert rc == 0 and "C++ exceptions" not in err, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    instants = [e for e in trace["traceEvents"] if e["ph"] == "i" and e["name"] == "onnx::Conv::Compute"]
+    assert len(instants) > 100 and not spans(trace)
+    p.kill()
