@@ -14,7 +14,7 @@ LIBS := libbpf libelf zlib libcjson
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIBS))
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(LIBS))
 # Further libraries the userspace objects need (fragments in mk/ may add to it).
-TRACER_LIBS := -lm
+TRACER_LIBS := -lm -lpthread
 
 CFLAGS ?= -g -O2
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -MMD -MP

@@ -6,6 +6,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <linux/bpf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +34,8 @@ struct link_create_uprobe_multi {
 	__u32 _pad;
 };
 
-static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offsets,
-			     const uint64_t *cookies, size_t cnt, int pid, bool ret)
+int attach__uprobe_multi(int prog_fd, const char *path, const uint64_t *offsets,
+			 const uint64_t *cookies, size_t cnt, int pid, bool ret)
 {
 	union bpf_attr attr;
 	struct link_create_uprobe_multi *lc = (void *)&attr;
@@ -79,7 +80,7 @@ bool attach__multi_supported(void)
 	sym = elf_syms__find(syms, "attach__probe_site");
 	prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "probe_multi", "GPL", insns, 2, &opts);
 	if (sym && prog_fd >= 0)
-		link_fd = uprobe_multi_link(prog_fd, "/proc/self/exe", &sym->offset, &cookie, 1,
+		link_fd = attach__uprobe_multi(prog_fd, "/proc/self/exe", &sym->offset, &cookie, 1,
 					    getpid(), false);
 	pr_debug("uprobe_multi links: %s", link_fd >= 0 ? "yes" : strerror(errno));
 	if (link_fd >= 0)
@@ -99,7 +100,7 @@ static int attach_multi(struct attachment *a, const struct attach_sites *sites, 
 
 		if (ret && s->entry_only)
 			continue;
-		fd = uprobe_multi_link(prog_fd, s->path, s->offsets, s->cookies, s->cnt, s->pid, ret);
+		fd = attach__uprobe_multi(prog_fd, s->path, s->offsets, s->cookies, s->cnt, s->pid, ret);
 		if (fd < 0) {
 			int e = -errno;
 
@@ -108,7 +109,9 @@ static int attach_multi(struct attachment *a, const struct attach_sites *sites, 
 			return e;
 		}
 		a->link_fds = xrealloc(a->link_fds, a->nfds + 1, sizeof(int));
-		a->link_fds[a->nfds++] = fd;
+		a->link_is_return = xrealloc(a->link_is_return, a->nfds + 1, sizeof(bool));
+		a->link_fds[a->nfds] = fd;
+		a->link_is_return[a->nfds++] = ret;
 	}
 	return 0;
 }
@@ -160,15 +163,44 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
 	return ret;
 }
 
+static void *close_fd(void *arg)
+{
+	close((int)(intptr_t)arg);
+	return NULL;
+}
+
+/* Closes the links of one kind at once, one thread each; in order if threads fail. */
+static void close_links(struct attachment *a, bool ret)
+{
+	pthread_t *threads = xcalloc(a->nfds, sizeof(pthread_t));
+	bool *started = xcalloc(a->nfds, sizeof(bool));
+
+	for (size_t i = 0; i < a->nfds; i++) {
+		if (a->link_is_return[i] != ret)
+			continue;
+		started[i] = !pthread_create(&threads[i], NULL, close_fd,
+					     (void *)(intptr_t)a->link_fds[i]);
+		if (!started[i])
+			close(a->link_fds[i]);
+	}
+	for (size_t i = 0; i < a->nfds; i++)
+		if (started[i])
+			pthread_join(threads[i], NULL);
+	free(threads);
+	free(started);
+}
+
 void attach__detach(struct attachment *a)
 {
-	for (size_t i = a->nfds; i-- > 0;)
-		close(a->link_fds[i]);
+	close_links(a, false);
+	close_links(a, true);
 	for (size_t i = a->nlinks; i-- > 0;)
 		bpf_link__destroy(a->links[i]);
 	free(a->link_fds);
+	free(a->link_is_return);
 	free(a->links);
 	a->link_fds = NULL;
+	a->link_is_return = NULL;
 	a->links = NULL;
 	a->nfds = a->nlinks = 0;
 }

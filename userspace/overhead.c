@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "overhead.h"
+#include "attach.h"
 #include "util.h"
 
 #include <bpf/bpf.h>
@@ -8,14 +9,19 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define TRACE_UPROBE_MULTI 48 /* libbpf 1.1's headers predate uprobe_multi (see attach.c) */
-#define UPROBE_MULTI_RETURN 1
-#define SAMPLE_EVERY_NS 100000000ULL
+#define SAMPLE_EVERY_NS 20000000ULL /* a target that exits keeps what was read last */
+/* The BPF statistics cost each program run two clock reads (about 15% of an empty uprobe's
+ * cost here): they are on for a window of every period, and the mean run time they measure is
+ * multiplied by the runs counted otherwise. */
+#define STATS_WINDOW_NS 50000000ULL
+#define STATS_PERIOD_NS 1000000000ULL
 
 /* The sites calibration probes, one per class, written in assembly so that their first
  * instruction is known whatever the compiler does. Each returns its argument plus one. */
@@ -49,31 +55,29 @@ __asm__(".text\n"
 	"	lea 1(%rdi),%eax\n"
 	"	add $8,%rsp\n"
 	"	ret\n"
-	".size overhead_site_step,.-overhead_site_step\n");
+	".size overhead_site_step,.-overhead_site_step\n"
+	".p2align 4\n"
+	".globl overhead_site_ret\n"
+	".hidden overhead_site_ret\n"
+	".type overhead_site_ret,@function\n"
+	"overhead_site_ret:\n"
+	"	push %rbp\n"
+	"	mov %rsp,%rbp\n"
+	"	lea 1(%rdi),%eax\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size overhead_site_ret,.-overhead_site_ret\n");
 
 int overhead_site_push(int x);
 int overhead_site_nop5(int x);
 int overhead_site_step(int x);
+int overhead_site_ret(int x);
 
 typedef int (*site_fn)(int);
 
-/* Calls per round, by class: enough to average over, few enough to stay near 30 ms in all. */
+/* Calls per round, by class: enough to average over, few enough to stay near 20 ms in all. */
 static const int site_calls[INSN_CLASS_MAX] = { 1000, 1000, 300 };
 
-struct link_create_uprobe_multi {
-	__u32 prog_fd;
-	__u32 target_fd;
-	__u32 attach_type;
-	__u32 flags;
-	__u64 path;
-	__u64 offsets;
-	__u64 ref_ctr_offsets;
-	__u64 cookies;
-	__u32 cnt;
-	__u32 multi_flags;
-	__u32 pid;
-	__u32 _pad;
-};
 
 int overhead__prog_stats(int prog_fd, uint64_t *runs, uint64_t *ns)
 {
@@ -178,8 +182,6 @@ static int attach_perf(struct empty_probes *e, const char *path, uint64_t offset
 int empty_probes__attach(struct empty_probes *e, const char *path, const uint64_t *offsets,
 			 size_t cnt, int pid, bool ret)
 {
-	union bpf_attr attr;
-	struct link_create_uprobe_multi *lc = (void *)&attr;
 	int fd, err;
 
 	if (!e->multi) {
@@ -190,16 +192,7 @@ int empty_probes__attach(struct empty_probes *e, const char *path, const uint64_
 		}
 		return 0;
 	}
-	_Static_assert(sizeof(*lc) <= sizeof(attr), "bpf_attr too small");
-	memset(&attr, 0, sizeof(attr));
-	lc->prog_fd = e->prog_fd[ret];
-	lc->attach_type = TRACE_UPROBE_MULTI;
-	lc->path = (uintptr_t)path;
-	lc->offsets = (uintptr_t)offsets;
-	lc->cnt = cnt;
-	lc->multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
-	lc->pid = pid;
-	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	fd = attach__uprobe_multi(e->prog_fd[ret], path, offsets, NULL, cnt, pid, ret);
 	if (fd < 0)
 		return -errno;
 	add_fd(e, fd);
@@ -284,16 +277,46 @@ static double prog_avg_ns(int prog_fd)
 	return (double)ns / runs;
 }
 
+static void *close_probes(void *arg)
+{
+	empty_probes__close(arg);
+	free(arg);
+	return NULL;
+}
+
+/* Closing a link waits for the kernel's grace periods, tens to hundreds of milliseconds on a
+ * busy machine: a thread of its own does it, so that neither starting nor the event loop (which
+ * must keep draining the ring buffer) waits. It touches nothing else. */
+static void close_probes_later(struct empty_probes *e)
+{
+	struct empty_probes *copy = xcalloc(1, sizeof(*copy));
+	pthread_attr_t attr;
+	pthread_t th;
+
+	*copy = *e;
+	e->fds = NULL;
+	e->nfds = 0;
+	e->prog_fd[0] = e->prog_fd[1] = -1;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, close_probes, copy))
+		close_probes(copy);
+	pthread_attr_destroy(&attr);
+}
+
+/* Entry probes on a site of each class, a return probe on a fourth (push-first) site: the
+ * difference between that site and the push site is what a return probe adds. */
 static int calibrate(struct overhead_cal *cal, bool multi)
 {
+	struct empty_probes probes, *e = &probes;
 	static site_fn const volatile sites[INSN_CLASS_MAX] = {
 		[INSN_EMULATED] = overhead_site_push,
 		[INSN_OPTIMIZED] = overhead_site_nop5,
 		[INSN_STEPPED] = overhead_site_step,
 	};
-	double base[INSN_CLASS_MAX], hit[INSN_CLASS_MAX], both;
-	uint64_t offsets[INSN_CLASS_MAX], t0 = now_ns();
-	struct empty_probes e;
+	static site_fn const volatile ret_site = overhead_site_ret;
+	double base[INSN_CLASS_MAX], hit[INSN_CLASS_MAX], ret_base, both;
+	uint64_t offsets[INSN_CLASS_MAX], ret_offset, t0 = now_ns();
 	int err;
 
 	for (int c = 0; c < INSN_CLASS_MAX; c++) {
@@ -302,33 +325,38 @@ static int calibrate(struct overhead_cal *cal, bool multi)
 			return err;
 		base[c] = best_ns(sites[c], site_calls[c]);
 	}
-	err = empty_probes__open(&e, multi);
+	err = self_offset((const void *)ret_site, &ret_offset);
 	if (err)
 		return err;
-	err = empty_probes__attach(&e, "/proc/self/exe", offsets, INSN_CLASS_MAX, getpid(), false);
-	if (err)
-		goto out;
+	ret_base = best_ns(ret_site, site_calls[INSN_EMULATED]);
+	err = empty_probes__open(e, multi);
+	if (!err)
+		err = empty_probes__attach(e, "/proc/self/exe", offsets, INSN_CLASS_MAX, getpid(),
+					   false);
+	if (!err)
+		err = empty_probes__attach(e, "/proc/self/exe", &ret_offset, 1, getpid(), true);
+	if (err) {
+		empty_probes__close(e);
+		return err;
+	}
 	for (int c = 0; c < INSN_CLASS_MAX; c++) {
 		sites[c](0); /* the first hit is where the kernel optimizes a nop5 site */
 		hit[c] = best_ns(sites[c], site_calls[c]) - base[c];
 	}
-	err = empty_probes__attach(&e, "/proc/self/exe", offsets, 1, getpid(), true);
-	if (err)
-		goto out;
-	both = best_ns(sites[INSN_EMULATED], site_calls[INSN_EMULATED]) - base[INSN_EMULATED];
+	both = best_ns(ret_site, site_calls[INSN_EMULATED]) - ret_base;
 	for (int c = 0; c < INSN_CLASS_MAX; c++) {
-		cal->entry_ns[c] = hit[c] - prog_avg_ns(e.prog_fd[0]);
+		cal->entry_ns[c] = hit[c] - prog_avg_ns(e->prog_fd[0]);
 		if (cal->entry_ns[c] < 0)
 			cal->entry_ns[c] = 0;
 	}
-	cal->return_ns = both - hit[INSN_EMULATED] - prog_avg_ns(e.prog_fd[1]);
+	/* the return site's entry trap runs no program; its return runs the return program */
+	cal->return_ns = both - prog_avg_ns(e->prog_fd[1]) - cal->entry_ns[INSN_EMULATED];
 	if (cal->return_ns < 0)
 		cal->return_ns = 0;
 	cal->ok = true;
-out:
-	empty_probes__close(&e);
+	close_probes_later(e);
 	cal->took_ns = now_ns() - t0;
-	return err;
+	return 0;
 }
 
 static int read_cpu_ns(int pid, uint64_t *ns)
@@ -365,12 +393,14 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 	memset(o, 0, sizeof(*o));
 	o->started = true;
 	o->multi = multi;
+	o->start = now_ns();
 	o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (o->stats_fd < 0) {
 		err = -errno;
 		o->stats_fd = -1;
 		return err;
 	}
+	o->stats_since = o->start;
 	err = calibrate(&o->cal, multi);
 	if (err)
 		pr_debug("trap cost calibration failed: %s", strerror(-err));
@@ -389,30 +419,44 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 		o->cpu_last[i] = o->cpu_start[i];
 	}
 	o->last_sample = now_ns();
+	o->stats_since = o->last_sample; /* the first window starts after calibrating */
 	return 0;
 }
 
-void overhead__classify(struct overhead *o, const struct attach_sites *sites, size_t nprobes)
+enum insn_class overhead__site_class(const char *path, uint64_t offset)
 {
-	free(o->probe_class);
-	o->nprobes = nprobes;
-	o->probe_class = xcalloc(nprobes ? nprobes : 1, sizeof(*o->probe_class));
-	for (size_t i = 0; i < nprobes; i++)
-		o->probe_class[i] = INSN_STEPPED; /* unread: assume the expensive kind */
-	for (size_t i = 0; i < sites->cnt; i++) {
-		const struct attach_site *s = &sites->v[i];
-		int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	uint8_t code[16];
+	ssize_t n;
+	int fd;
 
-		for (size_t k = 0; fd >= 0 && k < s->cnt; k++) {
-			uint8_t code[16];
-			ssize_t n = pread(fd, code, sizeof(code), s->offsets[k]);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return INSN_STEPPED;
+	n = pread(fd, code, sizeof(code), offset);
+	close(fd);
+	return n > 0 ? insn__classify(code, n) : INSN_STEPPED;
+}
 
-			if (n > 0 && s->cookies[k] < nprobes)
-				o->probe_class[s->cookies[k]] = insn__classify(code, n);
-		}
-		if (fd >= 0)
-			close(fd);
+void overhead__set_class(struct overhead *o, uint32_t probe_id, enum insn_class c)
+{
+	if (probe_id >= o->nprobes) {
+		size_t n = probe_id + 64;
+
+		o->probe_class = xrealloc(o->probe_class, n, sizeof(*o->probe_class));
+		for (size_t i = o->nprobes; i < n; i++)
+			o->probe_class[i] = INSN_STEPPED; /* unread: assume the expensive kind */
+		o->nprobes = n;
 	}
+	o->probe_class[probe_id] = c;
+}
+
+void overhead__classify(struct overhead *o, const struct attach_sites *sites)
+{
+	for (size_t i = 0; i < sites->cnt; i++)
+		for (size_t k = 0; k < sites->v[i].cnt; k++)
+			overhead__set_class(o, sites->v[i].cookies[k],
+					    overhead__site_class(sites->v[i].path,
+								 sites->v[i].offsets[k]));
 }
 
 enum insn_class overhead__probe_class(const struct overhead *o, uint32_t probe_id)
@@ -431,48 +475,69 @@ static void sample(struct overhead *o)
 	o->last_sample = now_ns();
 }
 
+static void stats_off(struct overhead *o, uint64_t now)
+{
+	close(o->stats_fd);
+	o->stats_fd = -1;
+	o->stats_on_ns += now - o->stats_since;
+}
+
 void overhead__sample(struct overhead *o)
 {
-	if (o->stats_fd >= 0 && now_ns() - o->last_sample >= SAMPLE_EVERY_NS)
+	uint64_t now = now_ns();
+
+	if (!o->started || o->done)
+		return;
+	if (now - o->last_sample >= SAMPLE_EVERY_NS)
 		sample(o);
+	if (o->stats_fd >= 0 && now - o->stats_since >= STATS_WINDOW_NS) {
+		stats_off(o, now);
+	} else if (o->stats_fd < 0 && now - o->stats_since >= STATS_PERIOD_NS) {
+		o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		o->stats_since = now;
+	}
+}
+
+/* Mean run time of a program over the statistics windows; 0 if it never ran in one. */
+static double sampled_mean(int fd, uint64_t *runs, uint64_t *ns)
+{
+	*runs = *ns = 0;
+	if (overhead__prog_stats(fd, runs, ns) || !*runs)
+		return 0;
+	return (double)*ns / *runs;
 }
 
 void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int *other_fds,
-		      size_t nother, const uint64_t calls[INSN_CLASS_MAX])
+		      size_t nother, const uint64_t calls[INSN_CLASS_MAX], uint64_t returns)
 {
-	uint64_t runs = 0, ns = 0, entries = 0, total_calls = 0, given = 0;
-	int most = INSN_EMULATED;
+	uint64_t runs, ns, entries = 0, now = now_ns();
+	double entry_mean, return_mean;
 
-	if (o->stats_fd < 0)
+	if (!o->started || o->done)
 		return;
 	sample(o);
-	if (!overhead__prog_stats(entry_fd, &entries, &ns))
-		o->span_bpf_ns += ns;
-	if (!overhead__prog_stats(return_fd, &runs, &ns)) {
-		o->span_bpf_ns += ns;
-		o->return_hits = runs;
-	}
-	o->span_bpf_runs = entries + o->return_hits;
-	for (size_t i = 0; i < nother; i++)
-		if (!overhead__prog_stats(other_fds[i], &runs, &ns)) {
-			o->other_bpf_ns += ns;
-			o->other_bpf_runs += runs;
-		}
-	close(o->stats_fd);
-	o->stats_fd = -1;
+	if (o->stats_fd >= 0)
+		stats_off(o, now);
 
-	/* The entry program's run count is exact; the recorded calls say how it splits. */
 	for (int c = 0; c < INSN_CLASS_MAX; c++) {
-		total_calls += calls[c];
-		if (calls[c] > calls[most])
-			most = c;
+		o->entry_hits[c] = calls[c];
+		entries += calls[c];
 	}
-	for (int c = 0; c < INSN_CLASS_MAX; c++) {
-		o->entry_hits[c] = total_calls ? (uint64_t)((double)entries * calls[c] / total_calls)
-					       : 0;
-		given += o->entry_hits[c];
-	}
-	o->entry_hits[most] += entries - given;
+	o->return_hits = returns;
+	entry_mean = sampled_mean(entry_fd, &runs, &ns);
+	o->sampled_runs = runs;
+	return_mean = sampled_mean(return_fd, &runs, &ns);
+	o->sampled_runs += runs;
+	o->span_bpf_runs = entries + returns;
+	o->span_bpf_ns = entry_mean * entries + return_mean * returns;
+	/* scheduler programs run on every task: their runs scale with time, not with calls */
+	for (size_t i = 0; i < nother && o->stats_on_ns; i++)
+		if (!overhead__prog_stats(other_fds[i], &runs, &ns)) {
+			double scale = (double)(now - o->start) / o->stats_on_ns;
+
+			o->other_bpf_ns += ns * scale;
+			o->other_bpf_runs += runs * scale;
+		}
 	o->trap_entry_ns = 0;
 	for (int c = 0; c < INSN_CLASS_MAX; c++)
 		o->trap_entry_ns += o->entry_hits[c] * o->cal.entry_ns[c];
@@ -507,7 +572,7 @@ void overhead__print(FILE *f, const struct overhead *o)
 	if (o->target_cpu_ns)
 		fprintf(f, " (%.2f%% of its %s CPU time)", 100 * overhead__share(o),
 			fmt_duration(o->target_cpu_ns, b[1], 32));
-	fprintf(f, ": BPF %s", fmt_duration(o->span_bpf_ns, b[2], 32));
+	fprintf(f, ": BPF ~%s", fmt_duration(o->span_bpf_ns, b[2], 32));
 	if (o->cal.ok)
 		fprintf(f, ", probe traps ~%s (%llu entries, %llu returns)",
 			fmt_duration(o->trap_entry_ns + o->trap_return_ns, b[3], 32),
@@ -537,8 +602,10 @@ void overhead__add_json(const struct overhead *o, struct cJSON *meta)
 	cJSON_AddNumberToObject(j, "share_of_target_cpu", overhead__share(o));
 	cJSON_AddNumberToObject(j, "bpf_ns", o->span_bpf_ns);
 	cJSON_AddNumberToObject(j, "bpf_runs", o->span_bpf_runs);
-	cJSON_AddNumberToObject(j, "sched_bpf_ns", o->other_bpf_ns);
-	cJSON_AddNumberToObject(j, "sched_bpf_runs", o->other_bpf_runs);
+	cJSON_AddNumberToObject(j, "bpf_stats_on_ns", o->stats_on_ns);
+	cJSON_AddNumberToObject(j, "bpf_stats_sampled_runs", o->sampled_runs);
+	cJSON_AddNumberToObject(j, "sched_bpf_ns", (uint64_t)o->other_bpf_ns);
+	cJSON_AddNumberToObject(j, "sched_bpf_runs", (uint64_t)o->other_bpf_runs);
 	if (o->cal.ok) {
 		cJSON_AddNumberToObject(j, "trap_entry_ns", (uint64_t)o->trap_entry_ns);
 		cJSON_AddNumberToObject(j, "trap_return_ns", (uint64_t)o->trap_return_ns);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* What tracing cost the target, stated in the summary and the trace's metadata: the time spent
- * in tracer's BPF programs (the kernel's BPF run-time statistics, enabled only while recording)
- * plus the time the kernel spends trapping each probe hit, which no statistic counts. The trap
- * cost depends on the probed function's first instruction (insn.h); it is calibrated once at
- * start-up on tracer's own functions with empty BPF programs, and multiplied by the hits. */
+ * in tracer's BPF programs plus the time the kernel spends trapping each probe hit, which no
+ * statistic counts. The programs' mean run time comes from the kernel's BPF run-time statistics,
+ * turned on only while recording and then only 50 ms of every second (they cost every run of
+ * every program two clock reads); it is multiplied by the calls recorded. The trap cost depends
+ * on the probed function's first instruction (insn.h); it is calibrated once at start-up on
+ * tracer's own functions with empty BPF programs, and multiplied by the hits. */
 #ifndef TRACER_OVERHEAD_H
 #define TRACER_OVERHEAD_H
 
@@ -25,9 +27,20 @@ struct overhead_cal {
 	bool ok;
 };
 
+/* Empty BPF programs on uprobes: the floor any probe costs. Calibration uses them; so do the
+ * benchmarks (bench/floor.c), so that both measure the attach mechanism tracer uses. */
+struct empty_probes {
+	int prog_fd[2]; /* entry, return */
+	int *fds;	/* links, and the perf events of the per-probe fallback */
+	size_t nfds;
+	bool multi;
+};
+
 struct overhead {
 	bool started;
-	int stats_fd; /* BPF_STATS_RUN_TIME is on while this is open */
+	int stats_fd; /* BPF_STATS_RUN_TIME is on while this is open: a window */
+	uint64_t start, stats_since; /* when the current window started, or the last ended */
+	uint64_t stats_on_ns;	     /* windows so far */
 	bool multi;   /* calibrated with uprobe_multi links (else perf-event uprobes) */
 	int *pids;
 	size_t npids;
@@ -38,33 +51,38 @@ struct overhead {
 	size_t nprobes;
 	/* results, from overhead__finish() */
 	bool done;
-	uint64_t span_bpf_ns, span_bpf_runs; /* uprobe programs: run on the target's threads */
-	uint64_t other_bpf_ns, other_bpf_runs; /* scheduler programs: on every task, system-wide */
+	double span_bpf_ns;	/* uprobe programs: run on the target's threads */
+	uint64_t span_bpf_runs, sampled_runs;
+	double other_bpf_ns, other_bpf_runs; /* scheduler programs: on every task, system-wide */
 	uint64_t entry_hits[INSN_CLASS_MAX], return_hits;
 	double trap_entry_ns, trap_return_ns;
 	uint64_t target_cpu_ns;
 };
 
-/* Turns on the BPF run-time statistics, calibrates the trap costs (about 30 ms; multi: attach
+/* Turns on the BPF run-time statistics, calibrates the trap costs (about 20 ms; multi: attach
  * as tracer does, with uprobe_multi links) and reads the targets' CPU time. A failure to
  * calibrate is not an error: the summary then says the trap time is unknown. Returns 0 or
  * -errno (the statistics cannot be enabled). */
 int overhead__start(struct overhead *o, const int *pids, size_t npids, bool multi);
 
-/* Classifies every probed site's first instruction (read from the object at its offset). */
-void overhead__classify(struct overhead *o, const struct attach_sites *sites, size_t nprobes);
+/* The class of the site at a file offset of an ELF file (INSN_STEPPED if it cannot be read). */
+enum insn_class overhead__site_class(const char *path, uint64_t offset);
+/* What kind of site probe id traps on; probes never given a class count as single-stepped. */
+void overhead__set_class(struct overhead *o, uint32_t probe_id, enum insn_class c);
+/* overhead__set_class() for every site to attach. */
+void overhead__classify(struct overhead *o, const struct attach_sites *sites);
 enum insn_class overhead__probe_class(const struct overhead *o, uint32_t probe_id);
 
-/* Reads the targets' CPU time at most every 100 ms: a target that exits keeps its last value.
- * Call it from the event loop. */
+/* Reads the targets' CPU time at most every 20 ms (a target that exits keeps its last value)
+ * and opens and closes the statistics windows. Call it from the event loop, every 10 ms or so. */
 void overhead__sample(struct overhead *o);
 
-/* Reads the run time of tracer's programs (entry_fd: the uprobe program, whose run count is the
- * number of entry hits; return_fd: the uretprobe program; other_fds: the rest), turns the
- * statistics off and computes the totals. calls[c] are the calls recorded of functions of each
- * class: they split the entry hits between classes. */
+/* Turns the statistics off and computes the totals from the programs' mean run times
+ * (entry_fd: the uprobe program, return_fd: the uretprobe program, other_fds: the rest),
+ * calls[c]: the calls recorded of functions of each class (the entry hits), and returns: the
+ * return hits. */
 void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int *other_fds,
-		      size_t nother, const uint64_t calls[INSN_CLASS_MAX]);
+		      size_t nother, const uint64_t calls[INSN_CLASS_MAX], uint64_t returns);
 
 /* Trap plus BPF time charged to the targets, in ns; and its share of their CPU time (0 when
  * unknown). */
@@ -77,15 +95,6 @@ void overhead__print(FILE *f, const struct overhead *o);
 void overhead__add_json(const struct overhead *o, struct cJSON *meta);
 
 void overhead__free(struct overhead *o);
-
-/* Empty BPF programs on uprobes: the floor any probe costs. Calibration uses them; so do the
- * benchmarks (bench/floor.c), so that both measure the attach mechanism tracer uses. */
-struct empty_probes {
-	int prog_fd[2]; /* entry, return */
-	int *fds;	/* links, and the perf events of the per-probe fallback */
-	size_t nfds;
-	bool multi;
-};
 
 int empty_probes__open(struct empty_probes *e, bool multi);
 /* cnt sites (file offsets) of the file at path, in process pid. */

@@ -3,6 +3,7 @@
 #include "attach.h"
 #include "consumer.h"
 #include "launch.h"
+#include "overhead.h"
 #include "resolve.h"
 #include "status.h"
 #include "tracked.h"
@@ -58,6 +59,10 @@ struct recording {
 	struct ring_buffer *rb;
 	struct trace_writer *writer;
 	struct consumer consumer;
+	struct overhead overhead;
+	uint64_t *calls_per_probe; /* spans recorded per probe id: the entry hits, by site kind */
+	size_t ncalls;
+	uint64_t returns; /* spans that ended with a return: the return hits */
 	char path[PATH_MAX];
 	uint64_t t0, t0_realtime, end;
 	const char *stop_reason;
@@ -610,6 +615,7 @@ static void event_loop(struct recording *r)
 		}
 		if (ring_buffer__consume(r->rb) < 0 && trace_writer__error(r->writer))
 			r->stop_reason = "write error";
+		overhead__sample(&r->overhead);
 		if (trace_writer__error(r->writer))
 			r->stop_reason = "write error";
 		if (deadline && now_ns() >= deadline && !r->stop_reason)
@@ -743,9 +749,69 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 	o = cJSON_AddObjectToObject(m, "counts");
 	for (int k = 0; k < CNT_MAX; k++)
 		cJSON_AddNumberToObject(o, counter_names[k], c[k]);
+	overhead__add_json(&r->overhead, m);
 	s = cJSON_PrintUnformatted(m);
 	cJSON_Delete(m);
 	return s;
+}
+
+/* Counts spans per probe on their way to the consumer: the overhead accounting needs the hits
+ * per kind of site. */
+static int handle_record(void *ctx, void *data, size_t size)
+{
+	struct recording *r = ctx;
+	const struct span_rec *s = data;
+
+	if (size >= sizeof(*s) && s->type == REC_SPAN && s->probe_id < MAX_PROBES) {
+		if (s->probe_id >= r->ncalls) {
+			size_t n = s->probe_id + 64;
+
+			r->calls_per_probe = xrealloc(r->calls_per_probe, n, sizeof(uint64_t));
+			memset(r->calls_per_probe + r->ncalls, 0, (n - r->ncalls) * sizeof(uint64_t));
+			r->ncalls = n;
+		}
+		r->calls_per_probe[s->probe_id]++;
+		r->returns += !(s->flags & (SPAN_INSTANT | SPAN_INCOMPLETE));
+	}
+	return consumer__handle(&r->consumer, data, size);
+}
+
+/* The kind of site a probe traps on, from the first instruction in a file that maps it. */
+static enum insn_class probe_site_class(struct recording *r, const struct probe *p)
+{
+	for (size_t t = 0; t < r->tracked.ntargets; t++)
+		for (size_t i = 0; i < r->tracked.targets[t].nobjs; i++) {
+			const struct mapped_object *o = &r->tracked.targets[t].objs[i];
+
+			if (o->dev != p->dev || o->ino != p->ino)
+				continue;
+			if (!access(o->open_path, R_OK))
+				return overhead__site_class(o->open_path, p->offset);
+			if (!access(o->path, R_OK)) /* the target is gone: its map_files too */
+				return overhead__site_class(o->path, p->offset);
+		}
+	return INSN_STEPPED;
+}
+
+/* BPF run time of tracer's programs, the trap time of the hits, and the targets' CPU time. */
+static void finish_overhead(struct recording *r)
+{
+	uint64_t calls[INSN_CLASS_MAX] = { 0 };
+	struct bpf_program *prog;
+	int other[16];
+	size_t nother = 0;
+
+	for (size_t i = 0; i < r->tracked.probes.cnt && i < r->ncalls; i++)
+		if (r->calls_per_probe[i])
+			calls[probe_site_class(r, &r->tracked.probes.v[i])] += r->calls_per_probe[i];
+	bpf_object__for_each_program(prog, r->skel->obj) {
+		if (prog == r->skel->progs.span_enter || prog == r->skel->progs.span_exit ||
+		    bpf_program__fd(prog) < 0 || nother == sizeof(other) / sizeof(other[0]))
+			continue;
+		other[nother++] = bpf_program__fd(prog);
+	}
+	overhead__finish(&r->overhead, bpf_program__fd(r->skel->progs.span_enter),
+			 bpf_program__fd(r->skel->progs.span_exit), other, nother, calls, r->returns);
 }
 
 /* Detach, drain, close what is open, write the end of the file, print the summary. */
@@ -767,6 +833,7 @@ static int finish(struct recording *r)
 	ring_buffer__consume(r->rb);
 	close_open_spans(r);
 	read_counters(r, counters);
+	finish_overhead(r);
 	threads__finish(&r->consumer.threads, r->end);
 	meta = metadata_json(r, counters);
 	err = trace_writer__close(r->writer, r->end, r->stop_reason, meta ? meta : "{}");
@@ -781,9 +848,26 @@ static int finish(struct recording *r)
 	if (verbosity >= VERB_NORMAL)
 		summary__print(stderr, &r->consumer.summary, &r->consumer.threads, r->end - r->t0,
 			       counters);
+	if (verbosity >= VERB_NORMAL)
+		overhead__print(stderr, &r->overhead);
 	pr_info("wrote %s (stopped: %s); open it in ui.perfetto.dev or chrome://tracing", r->path,
 		r->stop_reason);
 	return 0;
+}
+
+/* The statistics are on only while recording; calibrating takes about 20 ms. A failure only
+ * means the summary cannot say what tracing cost. */
+static void start_overhead(struct recording *r)
+{
+	int *pids = xcalloc(r->primary ? r->primary : 1, sizeof(int)), err;
+
+	for (size_t i = 0; i < r->primary; i++)
+		pids[i] = r->tracked.targets[i].pid;
+	err = overhead__start(&r->overhead, pids, r->primary, r->multi);
+	if (err)
+		pr_warn("cannot turn on the BPF run-time statistics: %s; the summary will not say "
+			"what tracing cost", strerror(-err));
+	free(pids);
 }
 
 static void cleanup(struct recording *r)
@@ -801,6 +885,8 @@ static void cleanup(struct recording *r)
 	ring_buffer__free(r->rb);
 	tracer_bpf__destroy(r->skel);
 	consumer__free(&r->consumer);
+	overhead__free(&r->overhead);
+	free(r->calls_per_probe);
 	tracked__free(&r->tracked);
 	for (int *fd = &r->epfd; fd <= &r->timerfd; fd++)
 		if (*fd >= 0)
@@ -861,8 +947,7 @@ int record__run(struct record_opts *opts)
 		r.consumer.max_bytes = opts->max_size > (128 << 10) ?
 					       (opts->max_size - (64 << 10)) * 16 / 17 : opts->max_size / 2;
 	r.consumer.ctx = &r;
-	r.rb = ring_buffer__new(bpf_map__fd(r.skel->maps.events), consumer__handle, &r.consumer,
-				NULL);
+	r.rb = ring_buffer__new(bpf_map__fd(r.skel->maps.events), handle_record, &r, NULL);
 	err = r.rb ? setup_loop(&r) : -errno;
 	if (err) {
 		pr_err("cannot set up the event loop: %s", strerror(-err));
@@ -871,6 +956,7 @@ int record__run(struct record_opts *opts)
 	add_existing_threads(&r);
 	if (opts->start_paused)
 		consumer__pause(&r.consumer, true, r.t0);
+	start_overhead(&r);
 	err = attach_sched(&r);
 	if (err)
 		goto out_abort;

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/* The floor of the benchmarks: EMPTY BPF programs on a uprobe and a uretprobe of each function,
+ * attached the way tracer attaches (one uprobe_multi link per direction, returns first; one
+ * perf-event uprobe per function with TRACER_NO_UPROBE_MULTI=1 or on kernels without it).
+ * Whatever tracer costs beyond this is tracer's own.
+ *
+ * Usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c]
+ *   -x OBJECT  the ELF file the functions are in (default /proc/PID/exe)
+ *   -e         entry probes only
+ *   -c         count hits (turns on the kernel's BPF run-time statistics, which cost a little)
+ * Prints "floor: attached N probes (MECHANISM)" on stderr, runs until SIGINT/SIGTERM or the
+ * target exits, and with -c prints "entry_hits N return_hits M" on stdout. */
+#include "attach.h"
+#include "elf_syms.h"
+#include "overhead.h"
+#include "util.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <getopt.h>
+#include <linux/bpf.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int resolve(const char *path, char *list, uint64_t **offsets, size_t *cnt)
+{
+	struct elf_syms *syms = NULL;
+	char *save = NULL;
+	int err;
+
+	err = elf_syms__open(path, &syms);
+	if (err) {
+		fprintf(stderr, "floor: cannot read %s: %s\n", path, strerror(-err));
+		return err;
+	}
+	for (char *f = strtok_r(list, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+		const struct elf_sym *s = elf_syms__find(syms, f);
+
+		if (!s) {
+			fprintf(stderr, "floor: no function %s in %s\n", f, path);
+			err = -ENOENT;
+			break;
+		}
+		*offsets = xrealloc(*offsets, *cnt + 1, sizeof(uint64_t));
+		(*offsets)[(*cnt)++] = s->offset;
+	}
+	elf_syms__free(syms);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	char exe[64], *funcs = NULL;
+	const char *path = NULL;
+	bool entry_only = false, count = false;
+	struct empty_probes e = { .prog_fd = { -1, -1 } };
+	uint64_t *offsets = NULL, runs[2] = { 0, 0 }, ns;
+	int pid = 0, opt, err, stats_fd = -1, pidfd = -1, sigfd;
+	struct pollfd pfd[2];
+	size_t cnt = 0;
+	sigset_t mask;
+
+	while ((opt = getopt(argc, argv, "p:f:x:ec")) != -1) {
+		switch (opt) {
+		case 'p':
+			pid = atoi(optarg);
+			break;
+		case 'f':
+			funcs = optarg;
+			break;
+		case 'x':
+			path = optarg;
+			break;
+		case 'e':
+			entry_only = true;
+			break;
+		case 'c':
+			count = true;
+			break;
+		default:
+			fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c]\n");
+			return 2;
+		}
+	}
+	if (pid <= 0 || !funcs) {
+		fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c]\n");
+		return 2;
+	}
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+	if (!path)
+		path = exe;
+	if (resolve(path, funcs, &offsets, &cnt))
+		return 1;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	pidfd = syscall(SYS_pidfd_open, pid, 0);
+	if (count) {
+		stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (stats_fd < 0) {
+			fprintf(stderr, "floor: cannot enable BPF statistics: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	err = empty_probes__open(&e, attach__multi_supported());
+	if (!err && !entry_only)
+		err = empty_probes__attach(&e, path, offsets, cnt, pid, true);
+	if (!err)
+		err = empty_probes__attach(&e, path, offsets, cnt, pid, false);
+	if (err) {
+		fprintf(stderr, "floor: cannot attach to %s in pid %d: %s\n", path, pid,
+			strerror(-err));
+		empty_probes__close(&e);
+		return 1;
+	}
+	fprintf(stderr, "floor: attached %zu probes (%s); recording\n", cnt,
+		e.multi ? "uprobe_multi" : "uprobe per function");
+	pfd[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+	while (poll(pfd, 2, -1) < 0 && errno == EINTR)
+		;
+	if (count) {
+		overhead__prog_stats(e.prog_fd[0], &runs[0], &ns);
+		overhead__prog_stats(e.prog_fd[1], &runs[1], &ns);
+		printf("entry_hits %llu return_hits %llu\n", (unsigned long long)runs[0],
+		       (unsigned long long)runs[1]);
+		close(stats_fd);
+	}
+	empty_probes__close(&e);
+	free(offsets);
+	return 0;
+}

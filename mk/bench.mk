@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: MIT
+# `make bench`: builds tracer and the benchmark tools into $(OUTPUT)/bench and runs every
+# comparison of bench/bench.py (needs root), writing bench/results.md. `make bench QUICK=1` is a
+# shorter, noisier run (about 6 minutes instead of 13). The tools are also built by test-bins:
+# tests/integration/test_bench_tools.py checks them.
+.PHONY: bench bench-tools
+
+BENCH_OUT := $(OUTPUT)/bench
+BENCH_TOOLS := $(BENCH_OUT)/loop $(BENCH_OUT)/floor $(BENCH_OUT)/writer_bench
+
+$(BENCH_OUT):
+	$(Q)mkdir -p $@
+
+# The loop target's probed functions are assembly, so no flags change their first instruction.
+# No -g: `perf probe` looks functions up in DWARF when there is any, and finds none for them.
+$(BENCH_OUT)/loop: bench/loop.c | $(BENCH_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -Wall -Wextra -pthread $< -o $@
+
+$(BENCH_OUT)/%: bench/%.c $(LIB_OBJS) | $(BENCH_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(filter %.c %.o,$^) $(PKG_LIBS) $(TRACER_LIBS) -lm -o $@
+
+bench-tools: $(BENCH_TOOLS)
+
+test-bins: $(BENCH_TOOLS)
+
+# BENCH_ARGS: more options, e.g. BENCH_ARGS='--only 1,2' or '--compare-tracer OTHER/tracer'.
+bench: $(OUTPUT)/tracer $(BENCH_TOOLS)
+	$(Q)python3 bench/bench.py --output $(OUTPUT) $(if $(QUICK),--quick) \
+		--results bench/results.md $(BENCH_ARGS)
+
+-include $(BENCH_OUT)/*.d

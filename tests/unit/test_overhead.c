@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+/* The overhead accounting: classifying probed sites from their files, and counting hits through
+ * the kernel's BPF statistics on empty probes of our own function (root only: it attaches). */
+#include "attach.h"
+#include "overhead.h"
+#include "unit.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+__asm__(".text\n.p2align 4\n.globl unit_site\n.type unit_site,@function\nunit_site:\n"
+	"push %rbp\nmov %rsp,%rbp\nlea 1(%rdi),%eax\npop %rbp\nret\n"
+	".size unit_site,.-unit_site\n");
+int unit_site(int x);
+
+static void test_classify(void)
+{
+	static const uint8_t code[48] = {
+		[0] = 0x55,
+		[16] = 0x48, 0x83, 0xec, 0x08,
+		[32] = 0x0f, 0x1f, 0x44, 0x00, 0x00,
+	};
+	char path[] = "/tmp/test_overhead.XXXXXX";
+	uint64_t offsets[] = { 0, 16, 32, 4096 }, cookies[] = { 2, 0, 1, 3 };
+	struct attach_site site = { .pid = 1, .path = path, .object = "x", .offsets = offsets,
+				    .cookies = cookies, .cnt = 4 };
+	struct attach_sites sites = { .v = &site, .cnt = 1 };
+	struct overhead o = { .stats_fd = -1 };
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	CHECK(write(fd, code, sizeof(code)) == sizeof(code));
+	close(fd);
+	overhead__classify(&o, &sites);
+	CHECK(overhead__probe_class(&o, 2) == INSN_EMULATED);
+	CHECK(overhead__probe_class(&o, 0) == INSN_STEPPED);
+	CHECK(overhead__probe_class(&o, 1) == INSN_OPTIMIZED);
+	/* past the end of the file, never named by a site, out of range: the expensive kind */
+	CHECK(overhead__probe_class(&o, 3) == INSN_STEPPED);
+	CHECK(overhead__probe_class(&o, 4) == INSN_STEPPED);
+	CHECK(overhead__probe_class(&o, 999) == INSN_STEPPED);
+	CHECK(overhead__site_class("/nonexistent", 0) == INSN_STEPPED);
+	CHECK(overhead__site_class(path, 32) == INSN_OPTIMIZED);
+	/* probes found later (--follow, dlopen) get a class when they are attached */
+	overhead__set_class(&o, 200, INSN_EMULATED);
+	CHECK(overhead__probe_class(&o, 200) == INSN_EMULATED);
+	CHECK(overhead__probe_class(&o, 199) == INSN_STEPPED);
+	CHECK(overhead__probe_class(&o, 2) == INSN_EMULATED);
+	unlink(path);
+	free(o.probe_class);
+}
+
+/* Calibrates, then runs empty probes on unit_site with the statistics on: the runs are counted
+ * exactly, and the totals are the calls given times the calibrated and measured costs. */
+static void test_accounting(void)
+{
+	const int calls = 1000, me = getpid();
+	const uint64_t split[INSN_CLASS_MAX] = { [INSN_EMULATED] = 750, [INSN_STEPPED] = 250 };
+	struct empty_probes e;
+	struct overhead o;
+	uint64_t offset = 0;
+	char line[512], *text = NULL;
+	size_t len = 0;
+	cJSON *meta, *j;
+	FILE *f;
+	int x = 0;
+
+	CHECK(overhead__start(&o, &me, 1, attach__multi_supported()) == 0);
+	CHECK(o.cal.ok);
+	for (int c = 0; c < INSN_CLASS_MAX; c++)
+		CHECK(o.cal.entry_ns[c] >= 0);
+	CHECK(o.cal.return_ns >= 0);
+
+	/* the file offset of unit_site, from our own mapping */
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long s, t, off;
+
+		if (sscanf(line, "%llx-%llx %*s %llx", &s, &t, &off) == 3 &&
+		    (uintptr_t)unit_site >= s && (uintptr_t)unit_site < t)
+			offset = (uintptr_t)unit_site - s + off;
+	}
+	if (f)
+		fclose(f);
+	CHECK(offset != 0);
+	CHECK(empty_probes__open(&e, o.multi) == 0);
+	CHECK(empty_probes__attach(&e, "/proc/self/exe", &offset, 1, me, true) == 0);
+	CHECK(empty_probes__attach(&e, "/proc/self/exe", &offset, 1, me, false) == 0);
+	for (int i = 0; i < calls; i++)
+		x = unit_site(x);
+	CHECK(x == calls);
+	empty_probes__detach(&e);
+	overhead__finish(&o, e.prog_fd[0], e.prog_fd[1], NULL, 0, split, calls);
+	empty_probes__close(&e);
+
+	CHECK(o.done);
+	CHECK(o.stats_fd < 0); /* statistics are off once recording is over */
+	/* no overhead__sample() call closed the first window: every run was counted */
+	CHECK(o.sampled_runs == 2 * (uint64_t)calls);
+	CHECK(o.stats_on_ns > 0);
+	CHECK(o.span_bpf_ns > 0);
+	CHECK(o.entry_hits[INSN_EMULATED] + o.entry_hits[INSN_OPTIMIZED] +
+		      o.entry_hits[INSN_STEPPED] == (uint64_t)calls);
+	CHECK(o.entry_hits[INSN_EMULATED] == 750);
+	CHECK(o.entry_hits[INSN_STEPPED] == 250);
+	CHECK(o.return_hits == (uint64_t)calls);
+	CHECK(o.span_bpf_runs == 2 * (uint64_t)calls);
+	CHECK(o.trap_entry_ns == 750 * o.cal.entry_ns[INSN_EMULATED] +
+				     250 * o.cal.entry_ns[INSN_STEPPED]);
+	CHECK(o.trap_return_ns == calls * o.cal.return_ns);
+	if (o.target_cpu_ns)
+		CHECK(overhead__share(&o) == overhead__total_ns(&o) / o.target_cpu_ns);
+
+	f = open_memstream(&text, &len);
+	overhead__print(f, &o);
+	fclose(f);
+	CHECK(text && !strncmp(text, "overhead: ", 10) && strstr(text, "1000 entries, 1000 returns"));
+	free(text);
+
+	meta = cJSON_CreateObject();
+	overhead__add_json(&o, meta);
+	j = cJSON_GetObjectItem(meta, "overhead");
+	CHECK(j != NULL);
+	CHECK(cJSON_GetObjectItem(j, "return_hits") &&
+	      cJSON_GetObjectItem(j, "return_hits")->valuedouble == calls);
+	CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "entry_hits"), "single-stepped") &&
+	      cJSON_GetObjectItem(cJSON_GetObjectItem(j, "entry_hits"), "single-stepped")
+			      ->valuedouble == 250);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "calibration"), "ok")));
+	cJSON_Delete(meta);
+	overhead__free(&o);
+}
+
+int main(void)
+{
+	RUN(test_classify);
+	if (geteuid() == 0) {
+		RUN(test_accounting);
+	} else {
+		printf("ok test_accounting # skip: needs root (it attaches uprobes)\n");
+	}
+	UNIT_EXIT();
+}
