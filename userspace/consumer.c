@@ -310,5 +310,11 @@ int consumer__handle(void *ctx, void *data, size_t size)
 		break;
 	}
 	/* A failed write stops consuming; the loop sees the error and stops the recording. */
-	return trace_writer__error(c->writer);
+	if (trace_writer__error(c->writer))
+		return trace_writer__error(c->writer);
+	if (++c->budget >= CONSUME_BUDGET) {
+		c->budget = 0;
+		return -EAGAIN;
+	}
+	return 0;
 }

@@ -34,6 +34,7 @@ struct consumer {
 	bool no_args;	 /* the BPF side captured nothing: ignore capture fields */
 	uint64_t max_bytes; /* --max-size: stop taking records once the file is this big */
 	uint64_t records;
+	unsigned int budget; /* records left before the loop gets a turn (ring_buffer__consume) */
 	uint64_t next_flow_id;
 	struct queue_depth queues[MAX_QUEUES];
 	size_t nqueues;
@@ -45,7 +46,10 @@ void consumer__init(struct consumer *c, struct trace_writer *w, const struct pro
 void consumer__add_pid(struct consumer *c, int pid, const char *comm);
 /* SIGUSR1: thread states are unknown while paused; marks the trace. */
 void consumer__pause(struct consumer *c, bool paused, uint64_t ts);
-/* The ring_buffer__new() callback. */
+/* The ring_buffer__new() callback. Every CONSUME_BUDGET records it returns -EAGAIN, so that
+ * ring_buffer__consume() returns to the event loop even when producers never let the ring
+ * run empty (signals and -d must work under any load). */
+#define CONSUME_BUDGET 65536
 int consumer__handle(void *ctx, void *data, size_t size);
 /* Makes a thread known with its current name and state from /proc (before recording starts). */
 void consumer__add_thread(struct consumer *c, int pid, int tid, uint64_t ts);

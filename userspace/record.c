@@ -68,6 +68,7 @@ struct recording {
 	const char *stop_reason;
 	struct status status;
 	bool warned_size;
+	uint64_t lost_marked, last_tick; /* records lost, as the trace shows them so far */
 	int epfd, sigfd, timerfd;
 	char err[1024];
 };
@@ -230,6 +231,22 @@ static int load_bpf(struct recording *r)
 		pr_err("cannot load the BPF programs: %s (run with -v for the verifier's log)",
 		       strerror(-err));
 	return err;
+}
+
+/* The processes opened are still the ones probes go to: not exited, their pid not reused
+ * (pidfd and start time) while the programs loaded. */
+static int check_targets(struct recording *r)
+{
+	for (size_t i = 0; i < r->tracked.ntargets; i++) {
+		const struct target *t = &r->tracked.targets[i];
+
+		if (t->pid && !target__alive(t)) {
+			pr_err("pid %d exited (or its pid now belongs to another process) before tracer "
+			       "attached; nothing was recorded", t->pid);
+			return -ESRCH;
+		}
+	}
+	return 0;
 }
 
 /* The BPF side of the tracked set. */
@@ -506,6 +523,13 @@ static int setup_loop(struct recording *r)
 	return 0;
 }
 
+/* Everything in the ring buffer now, past the consume budget. */
+static void drain(struct recording *r)
+{
+	while (ring_buffer__consume(r->rb) == -EAGAIN)
+		;
+}
+
 /* SIGUSR1: pause or resume. While paused, nothing new is recorded; calls in progress still
  * complete (their returns pop their frames). */
 static void toggle_pause(struct recording *r)
@@ -513,7 +537,7 @@ static void toggle_pause(struct recording *r)
 	bool pause = r->skel->bss->phase == PHASE_RECORDING;
 
 	r->skel->bss->phase = pause ? PHASE_PAUSED : PHASE_RECORDING;
-	ring_buffer__consume(r->rb);
+	drain(r);
 	consumer__pause(&r->consumer, pause, now_ns());
 	pr_info("%s", pause ? "paused (SIGUSR1 resumes)" : "resumed");
 }
@@ -534,6 +558,22 @@ static void read_counters(struct recording *r, uint64_t *out)
 	free(vals);
 }
 
+/* Records the full ring buffer dropped: a counter track in the trace shows when. */
+static void mark_losses(struct recording *r, uint64_t now, const uint64_t *c)
+{
+	uint64_t lost = c[CNT_LOST_SPAN] + c[CNT_LOST_SWITCH] + c[CNT_LOST_WAKEUP] +
+			c[CNT_LOST_TASK];
+
+	if (lost == r->lost_marked || !r->consumer.npids)
+		return;
+	if (!r->lost_marked) /* the track starts at 0, so the rise shows where loss began */
+		trace_writer__counter(r->writer, r->consumer.pids[0], r->last_tick, "tracer: lost records",
+				      "lost", 0);
+	trace_writer__counter(r->writer, r->consumer.pids[0], now, "tracer: lost records", "lost",
+			      lost);
+	r->lost_marked = lost;
+}
+
 /* Once a second: the status line, and the file's size against --max-size and the viewers'
  * limits (catapult fails at about 256 MB of JSON, Perfetto in a browser at about 2 GB). */
 static void every_tick(struct recording *r, uint64_t now)
@@ -546,9 +586,11 @@ static void every_tick(struct recording *r, uint64_t now)
 		pr_warn("the trace passed 256 MB: chrome://tracing may not open it (Perfetto opens up "
 			"to about 2 GB); --min-dur, --max-size or a .gz name keep it smaller");
 	}
+	read_counters(r, counters);
+	mark_losses(r, now, counters);
+	r->last_tick = now;
 	if (!r->status.on)
 		return;
-	read_counters(r, counters);
 	status__update(&r->status, now, now - r->t0, counters[CNT_SPANS], r->consumer.threads.cnt,
 		       counters[CNT_LOST_SPAN] + counters[CNT_LOST_SWITCH] +
 			       counters[CNT_LOST_WAKEUP] + counters[CNT_LOST_TASK],
@@ -579,8 +621,11 @@ static void event_loop(struct recording *r)
 	struct epoll_event evs[16];
 	unsigned int ticks = 0;
 
+	bool more = false;
+
 	while (!r->stop_reason) {
-		int n = epoll_wait(r->epfd, evs, 16, -1);
+		/* records left behind by the consume budget: look at the other fds, come back */
+		int n = epoll_wait(r->epfd, evs, 16, more ? 0 : -1), ret;
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -613,7 +658,9 @@ static void event_loop(struct recording *r)
 				target_exited(r, id);
 			}
 		}
-		if (ring_buffer__consume(r->rb) < 0 && trace_writer__error(r->writer))
+		ret = ring_buffer__consume(r->rb);
+		more = ret == -EAGAIN;
+		if (ret < 0 && trace_writer__error(r->writer))
 			r->stop_reason = "write error";
 		overhead__sample(&r->overhead);
 		if (trace_writer__error(r->writer))
@@ -826,13 +873,14 @@ static int finish(struct recording *r)
 		r->skel->bss->phase = PHASE_DETACHING;
 	attach__detach(&r->tracked.attachment);
 	r->end = now_ns();
-	ring_buffer__consume(r->rb);
+	drain(r);
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);
 	r->nsched = 0;
-	ring_buffer__consume(r->rb);
+	drain(r);
 	close_open_spans(r);
 	read_counters(r, counters);
+	mark_losses(r, r->end, counters);
 	finish_overhead(r);
 	threads__finish(&r->consumer.threads, r->end);
 	meta = metadata_json(r, counters);
@@ -926,9 +974,12 @@ int record__run(struct record_opts *opts)
 	if (opts->start_paused)
 		r.skel->bss->phase = PHASE_PAUSED;
 	/* the trace's zero: before any probe can fire */
-	r.t0 = now_ns();
+	r.t0 = r.last_tick = now_ns();
 	r.t0_realtime = realtime_ns();
 	/* with --follow, probes may match only programs the targets start later */
+	err = check_targets(&r);
+	if (err)
+		goto out;
 	err = tracked__attach_new(&r.tracked, !opts->follow, r.err, sizeof(r.err));
 	if (err) {
 		pr_err("%s", r.err);

@@ -69,7 +69,7 @@ static int by_total(const void *a, const void *b)
 static void print_spans(FILE *f, const struct summary *s)
 {
 	const struct span_stats **order = xcalloc(s->nnames, sizeof(*order));
-	char b[5][32];
+	char b[5][32], safe[4 * SPAN_NAME_LEN + 256];
 
 	for (size_t i = 0; i < s->nnames; i++)
 		order[i] = s->names[i];
@@ -81,7 +81,8 @@ static void print_spans(FILE *f, const struct summary *s)
 
 		if (!st->count)
 			continue;
-		fprintf(f, "%-28.28s %-8s %9llu %9s %9s %9s %9s %9s\n", st->name,
+		fprintf(f, "%-28.28s %-8s %9llu %9s %9s %9s %9s %9s\n",
+			printable(st->name, safe, sizeof(safe)),
 			category__name(st->cat), (unsigned long long)st->count,
 			fmt_duration(st->total_ns, b[0], 32),
 			fmt_duration(st->total_ns / st->count, b[1], 32),
@@ -113,16 +114,18 @@ static void print_threads(FILE *f, const struct threads *ts)
 		"SLEEPING", "BLOCKED", "IN-QUEUE", "SPANS");
 	for (size_t i = 0; i < n; i++) {
 		const struct thread *t = order[i];
+		char name[4 * COMM_LEN + 8];
 		uint64_t seen = 0;
 
+		printable(t->name, name, sizeof(name));
 		for (int k = TS_RUNNING; k < TS_MAX; k++)
 			seen += t->state_ns[k];
 		if (!seen) {
-			fprintf(f, "%-16s %7d %8s %8s %8s %8s %8s %9llu\n", t->name, t->tid, "-", "-",
+			fprintf(f, "%-16s %7d %8s %8s %8s %8s %8s %9llu\n", name, t->tid, "-", "-",
 				"-", "-", "-", (unsigned long long)t->spans);
 			continue;
 		}
-		fprintf(f, "%-16s %7d %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %9llu\n", t->name,
+		fprintf(f, "%-16s %7d %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %9llu\n", name,
 			t->tid, 100.0 * t->state_ns[TS_RUNNING] / seen,
 			100.0 * t->state_ns[TS_RUNNABLE] / seen,
 			100.0 * t->state_ns[TS_SLEEPING] / seen,
@@ -138,6 +141,7 @@ static void print_threads(FILE *f, const struct threads *ts)
 static void print_stages(FILE *f, const struct threads *ts)
 {
 	struct thread_time *tt = xcalloc(ts->cnt + 1, sizeof(*tt));
+	char (*names)[4 * COMM_LEN + 8] = xcalloc(ts->cnt + 1, sizeof(*names));
 	struct stage_stats *st;
 	size_t n = 0, nst;
 	char verdict[512];
@@ -147,7 +151,7 @@ static void print_stages(FILE *f, const struct threads *ts)
 
 		if (!t->tid)
 			continue;
-		tt[n].name = t->name;
+		tt[n].name = printable(t->name, names[n], sizeof(names[n]));
 		tt[n].pid = t->pid;
 		tt[n].tid = t->tid;
 		tt[n].spans = t->spans;
@@ -164,6 +168,7 @@ static void print_stages(FILE *f, const struct threads *ts)
 		free(st);
 	}
 	free(tt);
+	free(names);
 }
 
 void summary__print(FILE *f, const struct summary *s, const struct threads *threads,

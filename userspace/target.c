@@ -13,7 +13,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-static int read_stat(int pid, unsigned long long *start_time, char comm[16])
+static int read_stat(int pid, unsigned long long *start_time, char comm[16], char *state)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long v = 0;
@@ -35,6 +35,8 @@ static int read_stat(int pid, unsigned long long *start_time, char comm[16])
 		return -EINVAL;
 	if (comm)
 		snprintf(comm, 16, "%.*s", (int)(p - strchr(buf, '(') - 1), strchr(buf, '(') + 1);
+	if (state)
+		*state = p[1] == ' ' ? p[2] : '?';
 	for (field = 3, p += 2; *p && field < 22; p++)
 		field += *p == ' ';
 	if (field != 22 || sscanf(p, "%llu", &v) != 1)
@@ -136,7 +138,7 @@ int target__read_maps(struct target *t)
 int target__open(int pid, struct target *t, char *err, size_t errlen)
 {
 	unsigned long long again;
-	char exe[64];
+	char exe[64], state, safe[80];
 	struct stat st;
 	int ret;
 
@@ -147,9 +149,14 @@ int target__open(int pid, struct target *t, char *err, size_t errlen)
 		snprintf(err, errlen, "bad pid %d: give the pid of a running process", pid);
 		return -EINVAL;
 	}
-	ret = read_stat(pid, &t->start_time, t->comm);
+	ret = read_stat(pid, &t->start_time, t->comm, &state);
 	if (ret) {
 		snprintf(err, errlen, "no process with pid %d (is it still running? try pidof)", pid);
+		return -ESRCH;
+	}
+	if (state == 'Z' || state == 'X') {
+		snprintf(err, errlen, "pid %d (%s) has exited: a zombie its parent has not reaped; "
+				      "nothing to trace", pid, printable(t->comm, safe, sizeof(safe)));
 		return -ESRCH;
 	}
 	if (pid == getpid()) {
@@ -164,7 +171,7 @@ int target__open(int pid, struct target *t, char *err, size_t errlen)
 	}
 	/* The pidfd pins the process the start time was read from, unless the pid was reused
 	 * between the two reads: check again. */
-	if (read_stat(pid, &again, NULL) || again != t->start_time) {
+	if (read_stat(pid, &again, NULL, NULL) || again != t->start_time) {
 		snprintf(err, errlen, "process %d exited while tracer attached", pid);
 		target__close(t);
 		return -ESRCH;
@@ -172,7 +179,7 @@ int target__open(int pid, struct target *t, char *err, size_t errlen)
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
 	if (stat(exe, &st)) {
 		snprintf(err, errlen, "pid %d (%s) is a kernel thread or has no executable; "
-				      "give the pid of a user-space process", pid, t->comm);
+				      "give the pid of a user-space process", pid, printable(t->comm, safe, sizeof(safe)));
 		target__close(t);
 		return -EINVAL;
 	}
@@ -188,13 +195,16 @@ int target__open(int pid, struct target *t, char *err, size_t errlen)
 bool target__alive(const struct target *t)
 {
 	unsigned long long st;
+	char state;
 
 	if (t->pidfd < 0)
 		return false;
 	/* pidfd_send_signal with signal 0 fails with ESRCH once the process has exited */
 	if (syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0))
 		return false;
-	return !read_stat(t->pid, &st, NULL) && st == t->start_time;
+	if (read_stat(t->pid, &st, NULL, &state) || st != t->start_time)
+		return false;
+	return state != 'Z' && state != 'X';
 }
 
 void target__close(struct target *t)

@@ -24,16 +24,28 @@ struct sink_ops {
 	int (*close)(struct trace_writer *w);
 };
 
+/* A place the file can be cut at and closed: after a flush that ended with a whole event line
+ * (and, for gzip, a deflate sync point). */
+struct cut_point {
+	uint64_t off;  /* file offset */
+	uint64_t in;   /* bytes of JSON before it */
+	uint32_t crc;  /* gzip: CRC-32 of those bytes */
+};
+
 struct trace_writer {
 	const struct sink_ops *ops;
 	int fd;
-	gzFile gz;
+	/* gzip: one member written by hand (raw deflate, header, trailer), flushed to a sync
+	 * point at every buffer flush, so it can be cut there and finished when the disk fills */
+	z_stream z;
+	uint32_t crc;
+	uint64_t in, out;
 	FILE *sched; /* ftrace text lines, copied into "systemTraceEvents" at the end */
 	uint64_t t0;
 	uint64_t events, bytes, sched_lines, sched_bytes;
 	/* File offsets after the last successful flushes: each ends a complete event line, where
 	 * the file can be cut and closed when the disk fills up. */
-	uint64_t good[8];
+	struct cut_point good[8];
 	unsigned int ngood;
 	size_t partial; /* bytes of a failed write that did reach the file */
 	int err;
@@ -67,29 +79,81 @@ static int plain_close(struct trace_writer *w)
 	return ret;
 }
 
+static const unsigned char gzip_magic[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
+
+static int gz_start(struct trace_writer *w)
+{
+	memset(&w->z, 0, sizeof(w->z));
+	if (deflateInit2(&w->z, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Deflates p (flush: Z_FULL_FLUSH or Z_FINISH) straight to the file. */
+static int gz_deflate(struct trace_writer *w, const char *p, size_t len, int flush)
+{
+	unsigned char out[64 << 10];
+	int ret;
+
+	w->z.next_in = (unsigned char *)p;
+	w->z.avail_in = len;
+	do {
+		w->z.next_out = out;
+		w->z.avail_out = sizeof(out);
+		if (deflate(&w->z, flush) == Z_STREAM_ERROR)
+			return -EIO;
+		ret = plain_write(w, (const char *)out, sizeof(out) - w->z.avail_out);
+		if (ret)
+			return ret;
+		w->out += sizeof(out) - w->z.avail_out;
+	} while (w->z.avail_out == 0);
+	return 0;
+}
+
 static int gz_write(struct trace_writer *w, const char *p, size_t len)
 {
-	int errnum;
+	int ret;
 
-	if (gzwrite(w->gz, p, len) == (int)len)
-		return 0;
-	gzerror(w->gz, &errnum);
-	return errnum == Z_ERRNO && errno ? -errno : -EIO;
+	if (!w->out) {
+		ret = plain_write(w, (const char *)gzip_magic, sizeof(gzip_magic));
+		if (ret)
+			return ret;
+		w->out = sizeof(gzip_magic);
+	}
+	w->crc = crc32(w->crc, (const unsigned char *)p, len);
+	w->in += len;
+	return gz_deflate(w, p, len, Z_FULL_FLUSH);
 }
 
 static int gz_close(struct trace_writer *w)
 {
-	int ret = gzclose(w->gz);
+	unsigned char trailer[8];
+	int ret = w->err;
 
-	return ret == Z_OK ? 0 : ret == Z_ERRNO && errno ? -errno : -EIO;
+	if (!ret && !w->out)
+		ret = gz_write(w, "", 0);
+	if (!ret)
+		ret = gz_deflate(w, "", 0, Z_FINISH);
+	for (int i = 0; i < 4; i++) {
+		trailer[i] = w->crc >> (8 * i);
+		trailer[4 + i] = (uint32_t)w->in >> (8 * i);
+	}
+	if (!ret)
+		ret = plain_write(w, (const char *)trailer, sizeof(trailer));
+	deflateEnd(&w->z);
+	return plain_close(w) ?: ret;
 }
 
 static const struct sink_ops plain_ops = { plain_write, plain_close };
 static const struct sink_ops gz_ops = { gz_write, gz_close };
 
-static void good_at(struct trace_writer *w, uint64_t off)
+static void good_at(struct trace_writer *w, uint64_t off, uint64_t in)
 {
-	w->good[w->ngood++ % 8] = off;
+	struct cut_point *c = &w->good[w->ngood++ % 8];
+
+	c->off = off;
+	c->in = in;
+	c->crc = w->crc;
 }
 
 /* A write failed after `partial` bytes of the buffer reached the file: the line ends in that
@@ -105,7 +169,7 @@ static void note_partial(struct trace_writer *w)
 			continue;
 		nl = memrchr(w->buf, '\n', w->partial - back[i]);
 		if (nl)
-			good_at(w, w->bytes + (nl - w->buf) + 1);
+			good_at(w, w->bytes + (nl - w->buf) + 1, w->bytes + (nl - w->buf) + 1);
 	}
 }
 
@@ -114,7 +178,8 @@ static void flush(struct trace_writer *w)
 	if (!w->err && w->len) {
 		w->err = w->ops->write(w, w->buf, w->len);
 		if (!w->err)
-			good_at(w, w->bytes + w->len);
+			good_at(w, w->ops == &gz_ops ? w->out : w->bytes + w->len,
+				w->bytes + w->len);
 		else if (w->ops == &plain_ops)
 			note_partial(w);
 	}
@@ -272,8 +337,7 @@ int trace_writer__open(struct trace_writer **wp, const char *path, int fd, uint6
 	w->t0 = t0_ns;
 	w->ops = &plain_ops;
 	if (l > 3 && !strcmp(path + l - 3, ".gz")) {
-		w->gz = gzdopen(fd, "wb1");
-		if (!w->gz) {
+		if (gz_start(w)) {
 			free(w);
 			return -ENOMEM;
 		}
@@ -593,23 +657,39 @@ static void write_footer(struct trace_writer *w, uint64_t end_ns, const char *st
 	flush(w);
 }
 
-/* The disk filled up: cut the file at the latest complete event line that leaves room for the
- * footer (without the scheduler text), so what was written stays a valid trace. */
-static int recover_plain(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
-			 const char *metadata_json)
+/* The disk filled up: cut the file at the latest complete event line (for gzip, the latest
+ * sync point) that leaves room for the footer (without the scheduler text), so what was
+ * written stays a valid trace. */
+static int recover(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
+		   const char *metadata_json)
 {
 	static const char header[] = "{\"traceEvents\":[\n";
 	unsigned int n = w->ngood < 8 ? w->ngood : 8;
+	struct cut_point cuts[8];
 
+	/* newest first; the failed attempts below add points of their own: not to these */
+	for (unsigned int k = 0; k < n; k++)
+		cuts[k] = w->good[(w->ngood - 1 - k) % 8];
 	for (int k = 0; k <= (int)n; k++) {
-		uint64_t off = k < (int)n ? w->good[(w->ngood - 1 - k) % 8] : 0;
+		struct cut_point c = { 0 };
 
-		if (ftruncate(w->fd, off) || lseek(w->fd, off, SEEK_SET) < 0)
+		if (k < (int)n)
+			c = cuts[k];
+		if (ftruncate(w->fd, c.off) || lseek(w->fd, c.off, SEEK_SET) < 0)
 			return -errno;
 		w->err = 0;
 		w->len = 0;
-		w->bytes = off;
-		if (!off)
+		w->bytes = c.in;
+		if (w->ops == &gz_ops) {
+			/* a new raw deflate continues the member: blocks follow blocks */
+			deflateEnd(&w->z);
+			if (gz_start(w))
+				return -ENOMEM;
+			w->crc = c.crc;
+			w->in = c.in;
+			w->out = c.off;
+		}
+		if (!c.off)
 			w->len = snprintf(w->buf, BUF_SIZE, "%s", header);
 		write_footer(w, end_ns, stop_reason, metadata_json, false);
 		if (!w->err)
@@ -626,8 +706,8 @@ int trace_writer__close(struct trace_writer *w, uint64_t end_ns, const char *sto
 	if (!w->err)
 		write_footer(w, end_ns, stop_reason, metadata_json, true);
 	first_err = w->err;
-	if (first_err && w->ops == &plain_ops)
-		recover_plain(w, end_ns, stop_reason, metadata_json);
+	if (first_err)
+		recover(w, end_ns, stop_reason, metadata_json);
 	ret = w->ops->close(w);
 	ret = first_err ? first_err : ret;
 	fclose(w->sched);

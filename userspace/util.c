@@ -182,6 +182,35 @@ const char *fmt_duration(uint64_t ns, char *buf, size_t len)
 	return buf;
 }
 
+const char *printable(const char *s, char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+
+	while (*p && o + 5 < len) {
+		unsigned int c = *p, n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 :
+						       c >= 0xe0 && c <= 0xef ? 3 :
+						       c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		unsigned int k;
+
+		for (k = 1; k < n && (p[k] & 0xc0) == 0x80; k++)
+			;
+		/* C0, DEL, C1 (U+0080-U+009F, encoded c2 80..c2 9f), invalid: '?' */
+		if (!n || k < n || c < 0x20 || c == 0x7f || (c == 0xc2 && p[1] < 0xa0) ||
+		    (n == 3 && c == 0xe0 && p[1] < 0xa0) || (n == 4 && c == 0xf0 && p[1] < 0x90) ||
+		    (n == 4 && c == 0xf4 && p[1] > 0x8f) || (n == 3 && c == 0xed && p[1] > 0x9f)) {
+			buf[o++] = '?';
+			p++;
+			continue;
+		}
+		memcpy(buf + o, p, n);
+		o += n;
+		p += n;
+	}
+	buf[o] = 0;
+	return buf;
+}
+
 int edit_distance(const char *a, const char *b, int cap)
 {
 	size_t la = strlen(a), lb = strlen(b);

@@ -34,6 +34,10 @@ int parse_long(const char *s, long min, long max, long *out);
 /* Formats a duration with a unit that keeps 3-4 significant digits: "12.3ms". */
 const char *fmt_duration(uint64_t ns, char *buf, size_t len);
 
+/* s as safe to print on a terminal: valid UTF-8 kept, control characters (C0, DEL, C1) and
+ * invalid bytes replaced by '?'. Returns buf. */
+const char *printable(const char *s, char *buf, size_t len);
+
 /* Levenshtein distance, capped at cap (returns cap when larger). */
 int edit_distance(const char *a, const char *b, int cap);
 
