@@ -53,9 +53,10 @@ static int load_segs(Elf *elf, struct builder *b)
 {
 	size_t phnum, i;
 	GElf_Phdr ph;
+	size_t file_size;
 
 	/* bounded by the file size (see check_tables) */
-	if (elf_getphdrnum(elf, &phnum))
+	if (elf_getphdrnum(elf, &phnum) || !elf_rawfile(elf, &file_size))
 		return -ENOEXEC;
 	if (!phnum)
 		return 0;
@@ -65,7 +66,10 @@ static int load_segs(Elf *elf, struct builder *b)
 	for (i = 0; i < phnum; i++) {
 		if (!gelf_getphdr(elf, i, &ph))
 			return -ENOEXEC;
-		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+		/* a segment whose bytes are not all in the file (hostile or cut short) has no
+		 * offsets a uprobe could use */
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) || ph.p_offset > file_size ||
+		    ph.p_filesz > file_size - ph.p_offset)
 			continue;
 		b->segs[b->nsegs].vaddr = ph.p_vaddr;
 		b->segs[b->nsegs].filesz = ph.p_filesz;

@@ -513,7 +513,8 @@ int json_us_to_ns(const char *s, size_t len, int64_t *ns)
 	if (p >= end || *p < '0' || *p > '9')
 		return -EINVAL;
 	for (; p < end && *p >= '0' && *p <= '9'; p++) {
-		if (whole > INT64_MAX / 10000)
+		/* room for the digit, then for * 1000 + 999 + 1 below */
+		if (whole > (INT64_MAX / 1000 - 10) / 10)
 			goto slow;
 		whole = whole * 10 + (*p - '0');
 	}
@@ -733,10 +734,12 @@ static int next_sched(struct trace_reader *r, struct trace_item *it)
 				r->st = ST_KEY;
 				return want ? emit_sched_line(r, it) : 0;
 			}
+			if ((unsigned char)c < 0x20) /* JSON strings hold no raw control bytes */
+				return fail(r, -EINVAL, "control character in systemTraceEvents");
 			if (c != '\\') { /* a run of plain bytes */
 				const char *q = p + 1;
 
-				while (q < end && *q != '"' && *q != '\\')
+				while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
 					q++;
 				if (want) {
 					size_t n = q - p, room = TR_MAX_SCHED_LINE - r->sline_len;
@@ -760,7 +763,9 @@ static int next_sched(struct trace_reader *r, struct trace_item *it)
 				continue;
 			}
 			used = unescape_one(p + 1, end, tmp, &n);
-			if (!used && r->eof && end - p < 13) {
+			/* cut short inside an escape, not a complete escape that is invalid */
+			if (!used && r->eof && end - p < 13 &&
+			    (p + 1 == end || strchr("\"\\/bfnrtu", p[1]))) {
 				r->pos = r->len; /* the file ends inside the escape */
 				return cut_short(r);
 			}
