@@ -762,7 +762,8 @@ static void add_small(struct ctx *c, struct rthread *t, int cls, int64_t s, int6
 		x.qs = s2 - s1;
 		x.qd = d2 - d1;
 	}
-	memmove(v + lo, v + hi, (p->n - hi) * sizeof(*v));
+	if (p->n > hi) /* v is NULL while the list is empty */
+		memmove(v + lo, v + hi, (p->n - hi) * sizeof(*v));
 	p->n -= hi - lo;
 	pieces_insert(p, lo, &x);
 }
