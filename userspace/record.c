@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -872,11 +873,12 @@ static int finish(struct recording *r)
 	if (r->skel->bss->phase != PHASE_PAUSED)
 		r->skel->bss->phase = PHASE_DETACHING;
 	attach__detach(&r->tracked.attachment);
-	r->end = now_ns();
-	drain(r);
+	/* every producer stops before the drain: a busy target's context switches would
+	 * otherwise keep a slow reader draining for as long as the load lasts */
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);
 	r->nsched = 0;
+	r->end = now_ns();
 	drain(r);
 	close_open_spans(r);
 	read_counters(r, counters);
@@ -957,6 +959,11 @@ int record__run(struct record_opts *opts)
 				  (opts->follow || opts->system_wide ? RESOLVE_SHARED : 0);
 	r.multi = r.tracked.attachment.multi = attach__multi_supported();
 	err = opts->cmd ? launch(&r) : 0;
+	/* a target with more busy threads than CPUs would starve the reader of CPU time: records
+	 * would be lost and Ctrl-C answered only when the load ends. After the launch: the
+	 * command keeps its own priority. */
+	if (setpriority(PRIO_PROCESS, 0, -10))
+		pr_debug("cannot raise tracer's priority: %s", strerror(errno));
 	if (!err)
 		err = open_targets(&r);
 	if (!err)
