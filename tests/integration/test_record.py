@@ -101,7 +101,8 @@ def test_queue_depth_counters(tmp):
         depths = [d for _, d in sorted(vals)]
         assert min(depths) >= 0 and max(depths) <= 3 + 2, (name, depths)
         assert depths[-1] == 0, (name, depths[-5:])
-        assert max(depths) >= 2, (name, depths)
+    # decode-bound: the fast reader fills the packet queue up to its capacity
+    assert max(max(d for _, d in vals) for vals in counters.values()) >= 3, counters
 
 
 def test_wakeup_arrows_bind_to_slices(tmp):
