@@ -36,6 +36,9 @@ FUZZ_SRCS_probe_spec := probe_spec util
 FUZZ_SRCS_elf_syms := elf_syms
 FUZZ_SRCS_json_escape := trace_writer util
 FUZZ_SRCS_trace_reader := trace_reader util
+# Small read buffers, so that inputs of a few KB cross buffer boundaries (where escapes and
+# values are split); the code reads 1 MiB at a time otherwise.
+FUZZ_OBJ_CFLAGS_trace_reader := -DTRACE_READER_READ_SIZE=61
 # The longest input worth trying (libFuzzer's default is 4096 or the largest seed).
 FUZZ_MAXLEN_elf_syms := 65536
 FUZZ_MAXLEN_probe_pack := 16384
@@ -48,7 +51,8 @@ $(FUZZ_DIR)/obj:
 
 $(FUZZ_DIR)/obj/%.o: userspace/%.c | $(FUZZ_DIR)/obj
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $(FUZZ_OBJ_CFLAGS_$*) -fsanitize=fuzzer-no-link \
+		-MMD -MP -c $< -o $@
 
 define fuzz_bin_rule
 $(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c tests/fuzz/fuzz.h \

@@ -11,7 +11,12 @@
 #include <string.h>
 #include <zlib.h>
 
+/* The fuzz build reads in small pieces, to reach the code at buffer boundaries. */
+#ifdef TRACE_READER_READ_SIZE
+#define READ_SIZE TRACE_READER_READ_SIZE
+#else
 #define READ_SIZE (1 << 20)
+#endif
 
 enum state {
 	ST_START,
@@ -336,6 +341,22 @@ size_t json_value_len(const char *s, size_t len)
 		}
 	}
 	return 0;
+}
+
+/* unescape_one failed on the escape after a backslash at p: true when the input's end cut a
+ * valid one short (nothing after the backslash, or "u" and fewer than four hex digits), false
+ * for an escape that is wrong whatever follows (a NUL, "\:", "\u01M"). */
+static bool escape_cut(const char *p, const char *end)
+{
+	if (p < end && *p++ != 'u')
+		return false;
+	for (; p < end; p++) {
+		char lower = *p | 0x20;
+
+		if (!(*p >= '0' && *p <= '9') && !(lower >= 'a' && lower <= 'f'))
+			return false;
+	}
+	return true;
 }
 
 static int hex4(const char *p, const char *end, unsigned *v)
@@ -764,8 +785,7 @@ static int next_sched(struct trace_reader *r, struct trace_item *it)
 			}
 			used = unescape_one(p + 1, end, tmp, &n);
 			/* cut short inside an escape, not a complete escape that is invalid */
-			if (!used && r->eof && end - p < 13 &&
-			    (p + 1 == end || strchr("\"\\/bfnrtu", p[1]))) {
+			if (!used && r->eof && escape_cut(p + 1, end)) {
 				r->pos = r->len; /* the file ends inside the escape */
 				return cut_short(r);
 			}
