@@ -314,46 +314,16 @@ static int object_from_file(const char *arg, struct mapped_object *o)
 	return 0;
 }
 
-/* The three names nearest to the literal part of pattern, for "did you mean". */
-struct near {
-	char *name[3];
-	int dist[3];
-};
-
-static void near__offer(struct near *nr, const char *want, const char *name)
-{
-	int cap = strlen(want) / 3 + 2, d = edit_distance(want, name, cap);
-
-	if (d >= cap)
-		return;
-	for (int i = 0; i < 3; i++) {
-		if (nr->name[i] && !strcmp(nr->name[i], name))
-			return;
-		if (!nr->name[i] || d < nr->dist[i]) {
-			free(nr->name[2]);
-			memmove(&nr->name[i + 1], &nr->name[i], (2 - i) * sizeof(nr->name[0]));
-			memmove(&nr->dist[i + 1], &nr->dist[i], (2 - i) * sizeof(nr->dist[0]));
-			nr->name[i] = xstrdup(name);
-			nr->dist[i] = d;
-			return;
-		}
-	}
-}
-
 /* PATTERN matched nothing: one line naming near functions, or how to see them all. Reads the
  * symbols again: this is the error path only. */
 static void no_match_error(const char *pattern, const char *where,
 			   const struct object_rows *objs, size_t n)
 {
-	struct near nr = { 0 };
-	char want[256], msg[1024];
-	size_t len = 0, w = 0;
+	struct near_names nr;
+	char msg[1024];
 
-	for (const char *p = pattern; *p && w + 1 < sizeof(want); p++)
-		if (!strchr("*?[]", *p))
-			want[w++] = *p;
-	want[w] = 0;
-	for (size_t i = 0; i < n && w; i++) {
+	near_names__init(&nr, pattern);
+	for (size_t i = 0; i < n && nr.want[0]; i++) {
 		struct elf_syms *syms;
 
 		if (elf_syms__open(objs[i].obj->open_path, &syms))
@@ -362,18 +332,16 @@ static void no_match_error(const char *pattern, const char *where,
 			const struct demangled *d = demangle__get(syms->syms[k].name);
 
 			if (!syms->syms[k].ifunc)
-				near__offer(&nr, want, d ? d->base : syms->syms[k].name);
+				near_names__offer(&nr, d ? d->base : syms->syms[k].name);
 		}
 		elf_syms__free(syms);
 	}
-	for (int i = 0; i < 3 && nr.name[i]; i++)
-		len += snprintf(msg + len, sizeof(msg) - len, "%s%s", i ? ", " : "; did you mean: ",
-				nr.name[i]);
+	msg[0] = 0;
+	near_names__format(&nr, msg, sizeof(msg));
 	if (!nr.name[0])
 		snprintf(msg, sizeof(msg), "; run without a PATTERN to see them all");
 	pr_err("no function matches '%s' in %s%s", pattern, where, msg);
-	for (int i = 0; i < 3; i++)
-		free(nr.name[i]);
+	near_names__free(&nr);
 }
 
 static int list_usage_error(const char *fmt, const char *arg)

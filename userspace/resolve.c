@@ -132,60 +132,21 @@ static void site__add(struct attach_sites *sites, int pid, const struct mapped_o
 	s->cnt++;
 }
 
-/* The literal part of a glob, for comparing with real names. */
-static void glob_literal(const char *glob, char *out, size_t len)
-{
-	size_t n = 0;
-
-	for (; *glob && n + 1 < len; glob++)
-		if (!strchr("*?[]", *glob))
-			out[n++] = *glob;
-	out[n] = 0;
-}
-
-struct near {
-	const char *name[3];
-	int dist[3];
-};
-
-static void near__offer(struct near *nr, const char *want, const char *name)
-{
-	int cap = strlen(want) / 3 + 2, d = edit_distance(want, name, cap);
-
-	if (d >= cap)
-		return;
-	for (int i = 0; i < 3; i++) {
-		if (nr->name[i] && !strcmp(nr->name[i], name))
-			return;
-		if (!nr->name[i] || d < nr->dist[i]) {
-			for (int j = 2; j > i; j--) {
-				nr->name[j] = nr->name[j - 1];
-				nr->dist[j] = nr->dist[j - 1];
-			}
-			nr->name[i] = name;
-			nr->dist[i] = d;
-			return;
-		}
-	}
-}
-
 static void no_match_error(const struct probe_spec *spec, struct target *targets,
 			   size_t ntargets, struct sym_cache *cache, bool object_matched,
 			   char *err, size_t errlen)
 {
-	struct near nr;
-	char want[256];
+	struct near_names nr;
 	size_t n;
 
-	memset(&nr, 0, sizeof(nr));
-	glob_literal(object_matched ? spec->function : spec->object, want, sizeof(want));
+	near_names__init(&nr, object_matched ? spec->function : spec->object);
 	for (size_t t = 0; t < ntargets; t++) {
 		for (size_t i = 0; i < targets[t].nobjs; i++) {
 			const struct mapped_object *o = &targets[t].objs[i];
 			struct elf_syms *syms;
 
 			if (!object_matched) {
-				near__offer(&nr, want, o->base);
+				near_names__offer(&nr, o->base);
 				continue;
 			}
 			if (fnmatch(spec->object, o->base, 0))
@@ -194,18 +155,19 @@ static void no_match_error(const struct probe_spec *spec, struct target *targets
 			for (size_t k = 0; syms && k < syms->cnt; k++) {
 				const struct demangled *d = demangle__get(syms->syms[k].name);
 
-				near__offer(&nr, want, d ? d->base : syms->syms[k].name);
+				near_names__offer(&nr, d ? d->base : syms->syms[k].name);
 			}
 		}
 	}
 	n = snprintf(err, errlen, "%s: no %s matches '%s'", spec->origin,
 		     object_matched ? "function" : "mapped object",
 		     object_matched ? spec->function : spec->object);
-	for (int i = 0; i < 3 && nr.name[i] && n < errlen; i++)
-		n += snprintf(err + n, errlen - n, "%s%s", i ? ", " : "; did you mean: ", nr.name[i]);
+	if (n < errlen)
+		n += near_names__format(&nr, err + n, errlen - n);
 	if (!nr.name[0] && n < errlen)
 		snprintf(err + n, errlen - n, "; list candidates with: tracer list -p %d",
 			 targets[0].pid);
+	near_names__free(&nr);
 }
 
 int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,

@@ -257,6 +257,54 @@ void invoking_user(uid_t *uid, gid_t *gid)
 	}
 }
 
+void near_names__init(struct near_names *nr, const char *glob)
+{
+	size_t n = 0;
+
+	memset(nr, 0, sizeof(*nr));
+	for (; *glob && n + 1 < sizeof(nr->want); glob++)
+		if (!strchr("*?[]", *glob))
+			nr->want[n++] = *glob;
+}
+
+void near_names__offer(struct near_names *nr, const char *name)
+{
+	int cap = strlen(nr->want) / 3 + 2, d;
+
+	if (!nr->want[0])
+		return;
+	d = edit_distance(nr->want, name, cap);
+	if (d >= cap)
+		return;
+	for (int i = 0; i < 3; i++) {
+		if (nr->name[i] && !strcmp(nr->name[i], name))
+			return;
+		if (!nr->name[i] || d < nr->dist[i]) {
+			free(nr->name[2]);
+			memmove(&nr->name[i + 1], &nr->name[i], (2 - i) * sizeof(nr->name[0]));
+			memmove(&nr->dist[i + 1], &nr->dist[i], (2 - i) * sizeof(nr->dist[0]));
+			nr->name[i] = xstrdup(name);
+			nr->dist[i] = d;
+			return;
+		}
+	}
+}
+
+size_t near_names__format(const struct near_names *nr, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < 3 && nr->name[i] && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s%s", i ? ", " : "; did you mean: ", nr->name[i]);
+	return n < len ? n : len;
+}
+
+void near_names__free(struct near_names *nr)
+{
+	for (int i = 0; i < 3; i++)
+		free(nr->name[i]);
+}
+
 static void *oom(void *p)
 {
 	if (!p) {

@@ -38,6 +38,20 @@ const char *fmt_duration(uint64_t ns, char *buf, size_t len);
  * invalid bytes replaced by '?'. Returns buf. */
 const char *printable(const char *s, char *buf, size_t len);
 
+/* "Did you mean": the three names nearest to the literal part of a glob (its characters other
+ * than *?[]), kept as copies. */
+struct near_names {
+	char want[256];
+	char *name[3];
+	int dist[3];
+};
+
+void near_names__init(struct near_names *nr, const char *glob);
+void near_names__offer(struct near_names *nr, const char *name);
+/* Appends "; did you mean: a, b, c" to buf (nothing when none is near); the length added. */
+size_t near_names__format(const struct near_names *nr, char *buf, size_t len);
+void near_names__free(struct near_names *nr);
+
 /* Levenshtein distance, capped at cap (returns cap when larger). */
 int edit_distance(const char *a, const char *b, int cap);
 
