@@ -23,9 +23,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -I$(OUTPUT) -Ibpf
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
-TRACER_SRCS := $(wildcard userspace/*.c)
-TRACER_OBJS := $(patsubst userspace/%.c,$(OUTPUT)/%.o,$(TRACER_SRCS))
-LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(TRACER_OBJS))
+# userspace/main.c dispatches; every folder below it is one concern (userspace/README.md).
+TRACER_SRCS := $(wildcard userspace/*.c userspace/*/*.c)
+TRACER_OBJS := $(patsubst userspace/%.c,$(OUTPUT)/obj/%.o,$(TRACER_SRCS))
+LIB_OBJS := $(filter-out $(OUTPUT)/obj/main.o,$(TRACER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 TARGET_SRCS := $(wildcard tests/targets/*.c)
@@ -67,8 +68,9 @@ $(OUTPUT)/tracer.skel.h: $(OUTPUT)/tracer.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name tracer_bpf > $@
 
 # Everything in userspace may include the skeleton; generate it first.
-$(OUTPUT)/%.o: userspace/%.c | $(OUTPUT)/tracer.skel.h $(OUTPUT)
+$(OUTPUT)/obj/%.o: userspace/%.c | $(OUTPUT)/tracer.skel.h $(OUTPUT)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(OUTPUT)/tracer: $(TRACER_OBJS)
@@ -79,7 +81,7 @@ $(OUTPUT)/tracer: $(TRACER_OBJS)
 # frame pointers so that every probed function starts with `push %rbp` (a cheap, emulated site).
 $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $^ $(PKG_LIBS) $(TRACER_LIBS) -ldl -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(filter %.c %.o,$^) $(PKG_LIBS) $(TRACER_LIBS) -ldl -o $@
 
 $(OUTPUT)/targets/%: tests/targets/%.c | $(OUTPUT)/targets
 	$(call msg,CC,$@)
@@ -106,4 +108,4 @@ clean:
 	$(call msg,CLEAN,)
 	$(Q)rm -rf $(OUTPUT) tracer
 
--include $(OUTPUT)/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/tests/*.d
+-include $(OUTPUT)/obj/*.d $(OUTPUT)/obj/*/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/tests/*.d

@@ -10,10 +10,10 @@
  *   -c         count hits (turns on the kernel's BPF run-time statistics, which cost a little)
  * Prints "floor: attached N probes (MECHANISM)" on stderr, runs until SIGINT/SIGTERM or the
  * target exits, and with -c prints "entry_hits N return_hits M" on stdout. */
-#include "attach.h"
-#include "elf_syms.h"
-#include "overhead.h"
-#include "util.h"
+#include "record/attach.h"
+#include "elf/elf_syms.h"
+#include "record/overhead.h"
+#include "util/util.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>

@@ -8,8 +8,8 @@
  *   -z  compress (the writer compresses when FILE ends in .gz; -z only checks it does)
  * Prints "events N ns T events_per_s R bytes B". */
 #include "events.h"
-#include "trace_writer.h"
-#include "util.h"
+#include "trace/trace_writer.h"
+#include "util/util.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -31,14 +31,14 @@ FUZZ_ENV := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 # The userspace files each harness tests (compiled again with coverage and sanitizers).
-FUZZ_SRCS_probe_pack := probe_spec util
-FUZZ_SRCS_probe_spec := probe_spec util
-FUZZ_SRCS_elf_syms := elf_syms
-FUZZ_SRCS_json_escape := trace_writer util
-FUZZ_SRCS_trace_reader := trace_reader util
+FUZZ_SRCS_probe_pack := probe/probe_spec util/util
+FUZZ_SRCS_probe_spec := probe/probe_spec util/util
+FUZZ_SRCS_elf_syms := elf/elf_syms
+FUZZ_SRCS_json_escape := trace/trace_writer util/util
+FUZZ_SRCS_trace_reader := trace/trace_reader util/util
 # Small read buffers, so that inputs of a few KB cross buffer boundaries (where escapes and
 # values are split); the code reads 1 MiB at a time otherwise.
-FUZZ_OBJ_CFLAGS_trace_reader := -DTRACE_READER_READ_SIZE=61
+FUZZ_OBJ_CFLAGS_trace/trace_reader := -DTRACE_READER_READ_SIZE=61
 # The longest input worth trying (libFuzzer's default is 4096 or the largest seed).
 FUZZ_MAXLEN_elf_syms := 65536
 FUZZ_MAXLEN_probe_pack := 16384
@@ -51,6 +51,7 @@ $(FUZZ_DIR)/obj:
 
 $(FUZZ_DIR)/obj/%.o: userspace/%.c | $(FUZZ_DIR)/obj
 	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $(FUZZ_OBJ_CFLAGS_$*) -fsanitize=fuzzer-no-link \
 		-MMD -MP -c $< -o $@
 
@@ -108,7 +109,7 @@ fuzz-merge: $(FUZZ_BINS)
 		tests/fuzz/corpus/$(n) $(FUZZ_DIR)/corpus/$(n) >$(FUZZ_DIR)/$(n).merge.log 2>&1 && \
 		printf '  %-8s %s: %s files\n' MERGE $(n) "$$(ls tests/fuzz/corpus/$(n) | wc -l)" &&) true
 
--include $(FUZZ_DIR)/obj/*.d
+-include $(FUZZ_DIR)/obj/*/*.d
 
 # --- check-san: the whole test suite on a sanitized tracer -----------------------------------
 SAN_OUTPUT ?= $(OUTPUT)-san

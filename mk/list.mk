@@ -1,2 +1,2 @@
-# `tracer list` demangles C++ names with the C++ runtime's __cxa_demangle (userspace/demangle.c).
+# `tracer list` demangles C++ names with the C++ runtime's __cxa_demangle (userspace/elf/demangle.c).
 PKG_LIBS += -lstdc++

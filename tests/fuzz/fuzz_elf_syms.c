@@ -3,7 +3,7 @@
  * handed over as a file descriptor (a memfd, so no disk I/O). Checks what elf_syms.h promises of
  * a file it accepts: symbols sorted by name then address, each (name, address) once, names
  * without a version suffix, each offset inside the file, and elf_syms__find finding each name. */
-#include "elf_syms.h"
+#include "elf/elf_syms.h"
 #include "fuzz.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Fuzzes json_escape (userspace/trace_writer.c), which makes strings from the target (thread
+/* Fuzzes json_escape (userspace/trace/trace_writer.c), which makes strings from the target (thread
  * names, process names) safe for the trace. Input: byte 0 picks the output size, byte 1 the
  * input bound max, the rest is the string. Checks against an independent reference: the output
  * is a JSON string body (no raw control characters, quotes or backslashes unescaped, valid UTF-8)
@@ -7,7 +7,7 @@
  * only where the next unit would not fit, never beyond len - 1 bytes plus the NUL, never reading
  * more than max bytes of the input. */
 #include "fuzz.h"
-#include "trace_writer.h"
+#include "trace/trace_writer.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Fuzzes probe_pack__parse (userspace/probe_spec.c) with arbitrary text. Besides crashes, leaks
+/* Fuzzes probe_pack__parse (userspace/probe/probe_spec.c) with arbitrary text. Besides crashes, leaks
  * and hangs it checks what the header promises: a malformed pack gives a "path:line: what"
  * message with a line inside the text and leaves the spec list as it was; a good one appends
  * specs with a valid category and non-empty object and function. */
 #include "fuzz.h"
-#include "probe_spec.h"
+#include "probe/probe_spec.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * spec has a valid category and the object and function of the text; a refused one leaves the
  * list as it was and says why. */
 #include "fuzz.h"
-#include "probe_spec.h"
+#include "probe/probe_spec.h"
 
 #include <stdint.h>
 #include <string.h>

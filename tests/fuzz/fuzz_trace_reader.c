@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* Fuzzes the streaming trace reader (userspace/trace_reader.c) that report, merge and export
+/* Fuzzes the streaming trace reader (userspace/trace/trace_reader.c) that report, merge and export
  * use on files from anywhere: the input is handed over as a file (a memfd opened by path, plain
  * or gzip). Checks what trace_reader.h promises: every item within its bounds, the end stays the
  * end, an error says "FILE:LINE: what", and asking for events only yields the same events as
  * asking for everything. Also checks json_us_to_ns against exact integer arithmetic. */
 #include "fuzz.h"
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
 #include <errno.h>
 #include <stdint.h>

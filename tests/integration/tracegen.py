@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a synthetic trace in tracer's format (userspace/trace_writer.c): a pipeline of threads
+"""Writes a synthetic trace in tracer's format (userspace/trace/trace_writer.c): a pipeline of threads
 (reader, decode-K, op-K, writer) that wait in queue spans (sleeping, sometimes blocked, sometimes
 nested), work in decode/operator/io spans (operators nest run_operator > op_X), get preempted,
 sleep outside spans, and now and then stall for a long span. Spans are written when they end and

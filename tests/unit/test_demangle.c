@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* C++ names: demangling, the base form globs match without a parameter list, and matching. */
-#include "demangle.h"
+#include "elf/demangle.h"
 #include "unit.h"
 
 #include <stdio.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/elf_syms.c. Usage: test_elf_syms FIXTURE_DIR, the directory that
+/* Unit test of userspace/elf/elf_syms.c. Usage: test_elf_syms FIXTURE_DIR, the directory that
  * tests/unit/fixtures.mk builds. Offsets are checked three independent ways: against the bytes
  * of the loaded object (dlopen, or the fixture executable printing its own code), against the
  * section headers, and against a known instruction sequence (fix_magic). */
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elf_syms.h"
+#include "elf/elf_syms.h"
 #include "unit.h"
 
 #define LIBC_PATH "/usr/lib/x86_64-linux-gnu/libc.so.6"

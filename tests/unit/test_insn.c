@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The first-instruction classifier against the forms arch/x86/kernel/uprobes.c treats each way. */
-#include "insn.h"
+#include "elf/insn.h"
 #include "unit.h"
 
 #include <stdint.h>

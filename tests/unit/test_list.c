@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/list.c's logic: the first instruction read from a file at a function's
+/* Unit test of userspace/probe/list.c's logic: the first instruction read from a file at a function's
  * offset, the cost shown per class, which packs apply to a process, and the shipped packs
  * (ffmpeg, glibc). Run from the repository root (packs are read from probes/). */
-#include "list.h"
+#include "probe/list.h"
 #include "unit.h"
 
 #include <fcntl.h>

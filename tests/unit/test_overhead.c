@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The overhead accounting: classifying probed sites from their files, and counting hits through
  * the kernel's BPF statistics on empty probes of our own function (root only: it attaches). */
-#include "attach.h"
-#include "overhead.h"
+#include "record/attach.h"
+#include "record/overhead.h"
 #include "unit.h"
 
 #include <cjson/cJSON.h>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/probe_spec.c: `-u` specs and probe packs. Run from the repository
+/* Unit test of userspace/probe/probe_spec.c: `-u` specs and probe packs. Run from the repository
  * root (the real packs are read from probes/). */
 #include <errno.h>
 #include <glob.h>
 #include <stdlib.h>
 
-#include "probe_spec.h"
+#include "probe/probe_spec.h"
 #include "unit.h"
 
 static bool has(const char *s, const char *sub)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/sketch.c: quantiles against the exact ones of deterministic data. */
+/* Unit test of userspace/analyze/sketch.c: quantiles against the exact ones of deterministic data. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "sketch.h"
+#include "analyze/sketch.h"
 #include "unit.h"
 
 #define N 100000

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/stages.c (folding, grouping, the verdict's rules) and of
- * userspace/report.c on generated traces: percentiles against the exact ones within the sketch's
+/* Unit test of userspace/analyze/stages.c (folding, grouping, the verdict's rules) and of
+ * userspace/analyze/report.c on generated traces: percentiles against the exact ones within the sketch's
  * stated error, and each thread's running / runnable / queue wait / blocked / idle time against
  * values worked out by hand, with nested and out-of-order spans, whatever the number of longest
  * spans kept (TRACER_REPORT_KEEP). */
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "report.h"
-#include "stages.h"
+#include "analyze/report.h"
+#include "analyze/stages.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/test_stages.XXXXXX";

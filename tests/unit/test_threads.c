@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/threads.c: the tid table and the per-state time accounting. */
+/* Unit test of userspace/record/threads.c: the tid table and the per-state time accounting. */
 #include <stdint.h>
 
-#include "threads.h"
+#include "record/threads.h"
 #include "unit.h"
 
 static void test_get_grows(void)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/trace_reader.c: tracer's layout, other valid layouts, gzip, every
+/* Unit test of userspace/trace/trace_reader.c: tracer's layout, other valid layouts, gzip, every
  * truncation point, escapes (also across the reader's buffer), huge events, ftrace lines and
  * the number and string helpers. */
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/test_trace_reader.XXXXXX";
@@ -96,7 +96,7 @@ static const char *write_file(const char *name, const char *data, size_t len, bo
 	return path;
 }
 
-/* tracer's own layout (userspace/trace_writer.c) */
+/* tracer's own layout (userspace/trace/trace_writer.c) */
 static const char tracer_file[] =
 	"{\"traceEvents\":[\n"
 	"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":7,\"tid\":7,"

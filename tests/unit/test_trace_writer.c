@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/trace_writer.c: the escaping and number helpers, then whole files
+/* Unit test of userspace/trace/trace_writer.c: the escaping and number helpers, then whole files
  * (plain and gzip) read back and parsed, then a write error. */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "trace_writer.h"
+#include "trace/trace_writer.h"
 #include "unit.h"
 
 #define FFFD "\xef\xbf\xbd"

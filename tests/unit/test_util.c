@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/util.c: duration and number parsing, duration formatting, edit
+/* Unit test of userspace/util/util.c: duration and number parsing, duration formatting, edit
  * distance. */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 
 #include "unit.h"
-#include "util.h"
+#include "util/util.h"
 
 #define NS 1ull
 #define US 1000ull

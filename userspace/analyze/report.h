@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* `tracer report`: span statistics per name, category, thread or stage (count, total, mean, min,
+ * max and percentiles from the quantile sketch), the stage table and the bottleneck verdict,
+ * from a trace file of any size.
+ *
+ * Memory does not grow with the file. Pass 1 streams the file once for the statistics (one
+ * sketch per group), the thread names, how each thread's first scheduler event says what it did
+ * before, and the K longest spans. Pass 2 reads the file with two readers at once — the spans
+ * and the scheduler lines — and sweeps them in time order to split each thread's time into
+ * running, runnable, waiting inside queue spans, blocked and idle exactly. Spans arrive in
+ * completion order, so a span may cover others that came before it; the K longest spans are
+ * known in advance, and every other span is at most as long as the shortest of them (L), so only
+ * the last L of each thread's spans and scheduler states are kept (plus the disorder of the
+ * file, measured in pass 1). */
+#ifndef TRACER_REPORT_H
+#define TRACER_REPORT_H
+
+#include "analyze/sketch.h"
+#include "analyze/stages.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum report_by { BY_NAME, BY_CATEGORY, BY_THREAD, BY_STAGE };
+enum report_format { FMT_TABLE, FMT_CSV, FMT_JSON };
+
+struct report_opts {
+	const char *path;
+	enum report_by by;
+	enum report_format format;
+	long top; /* rows to show; 0 for all, -1 for the default (20 in tables, all otherwise) */
+	uint64_t min_dur_ns;
+};
+
+struct report_group {
+	char *key;
+	char cat[32]; /* by name: the category of its first span */
+	uint64_t count, total_ns;
+	struct sketch sketch;
+};
+
+struct report {
+	struct report_group **groups; /* sorted by total, largest first */
+	size_t ngroups;
+	struct thread_time *threads; /* the pipeline's threads (named or with spans) */
+	size_t nthreads;
+	struct stage_stats *stages;
+	size_t nstages;
+	char verdict[512];
+	uint64_t spans, incomplete, ignored_be;
+	int64_t start_ns, end_ns; /* the recording, trace-relative */
+	int cpus;		  /* CPUs seen in the scheduler lines, 0 if none */
+	bool has_sched, truncated;
+	uint64_t oversized;
+	uint64_t approx; /* spans whose scheduler history was gone (far out-of-order files) */
+	void *priv;
+};
+
+/* Reads path and computes everything. 0, or -errno with err filled ("FILE:LINE: what"). */
+int report__run(struct report *r, const struct report_opts *o, char *err, size_t errlen);
+void report__print(FILE *f, const struct report *r, const struct report_opts *o);
+void report__free(struct report *r);
+
+#endif

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+#include "analyze/stages.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The verdict's rules (shares of the stage's observed time). */
+#define SATURATED 0.60	   /* a stage busier than this bounds the pipeline */
+#define QUEUE_EVIDENCE 0.20 /* a queue wait worth naming as evidence */
+/* Threads wanting a CPU per CPU, in the whole pipeline or in its busiest stage alone: more than
+ * this is CPU starvation by the pipeline's own threads. Less, with threads waiting for a CPU,
+ * is other processes taking it (or a stage as wide as the machine: the stage is the limit). */
+#define STARVED_DEMAND 2.5
+#define STARVED_STAGE_DEMAND 1.5
+
+uint64_t thread_time__wall(const struct thread_time *t)
+{
+	return t->running_ns + t->runnable_ns + t->queue_wait_ns + t->blocked_ns + t->idle_ns;
+}
+
+void thread_time__from_states(struct thread_time *t, uint64_t running, uint64_t runnable,
+			      uint64_t sleeping, uint64_t blocked, uint64_t in_queue_ns)
+{
+	uint64_t wait = in_queue_ns < sleeping + blocked ? in_queue_ns : sleeping + blocked;
+	uint64_t from_sleep = wait < sleeping ? wait : sleeping;
+
+	t->running_ns = running;
+	t->runnable_ns = runnable;
+	t->queue_wait_ns = wait;
+	t->idle_ns = sleeping - from_sleep;
+	t->blocked_ns = blocked - (wait - from_sleep);
+	t->has_states = true;
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+void stage__fold(const char *name, char *out, size_t len)
+{
+	size_t n = strlen(name), d = n;
+
+	if (!len)
+		return;
+	/* "Pipeline[0]", "worker(3)" */
+	if (n >= 3 && (name[n - 1] == ']' || name[n - 1] == ')')) {
+		char open = name[n - 1] == ']' ? '[' : '(';
+
+		for (d = n - 1; d > 0 && is_digit(name[d - 1]); d--)
+			;
+		if (d < n - 1 && d >= 2 && name[d - 1] == open) {
+			d--;
+			while (d > 0 && name[d - 1] == ' ')
+				d--;
+			snprintf(out, len, "%.*s[*]", (int)d, name);
+			return;
+		}
+	}
+	/* "decode-0", "worker 3", "op_12", "pool.7", "queue:2", "thread#4" */
+	for (d = n; d > 0 && is_digit(name[d - 1]); d--)
+		;
+	if (d < n && d >= 2 && strchr("-_ .:#/", name[d - 1])) {
+		d--;
+		while (d > 0 && strchr("-_ .:#/", name[d - 1]))
+			d--;
+		if (d) {
+			snprintf(out, len, "%.*s[*]", (int)d, name);
+			return;
+		}
+	}
+	snprintf(out, len, "%s", name);
+}
+
+double stage__share(const struct stage_stats *s, uint64_t ns)
+{
+	return s->wall_ns ? (double)ns / s->wall_ns : 0;
+}
+
+/* Running, runnable and blocked (or, without states, inside non-queue spans). */
+static uint64_t busy_ns(const struct stage_stats *s)
+{
+	return s->running_ns + s->runnable_ns + s->blocked_ns;
+}
+
+static int by_busy(const void *a, const void *b)
+{
+	const struct stage_stats *x = a, *y = b;
+	double bx = stage__share(x, busy_ns(x)), by = stage__share(y, busy_ns(y));
+
+	if (bx != by)
+		return bx < by ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+int stages__from_threads(const struct thread_time *t, size_t n, struct stage_stats **out,
+			 size_t *nout)
+{
+	struct stage_stats *v = calloc(n ? n : 1, sizeof(*v));
+	size_t cnt = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		char name[sizeof(v->name)];
+		struct stage_stats *s = NULL;
+		uint64_t wall = thread_time__wall(&t[i]);
+
+		stage__fold(t[i].name && t[i].name[0] ? t[i].name : "(unnamed)", name,
+			    sizeof(name));
+		for (size_t k = 0; k < cnt && !s; k++)
+			if (!strcmp(v[k].name, name))
+				s = &v[k];
+		if (!s) {
+			s = &v[cnt++];
+			snprintf(s->name, sizeof(s->name), "%s", name);
+		}
+		s->threads++;
+		s->spans += t[i].spans;
+		s->wall_ns += wall;
+		if (wall > s->max_wall_ns)
+			s->max_wall_ns = wall;
+		s->running_ns += t[i].running_ns;
+		s->runnable_ns += t[i].runnable_ns;
+		s->queue_wait_ns += t[i].queue_wait_ns;
+		s->blocked_ns += t[i].blocked_ns;
+		s->idle_ns += t[i].idle_ns;
+		for (int c = 0; c < CAT_MAX; c++)
+			s->cat_ns[c] += t[i].cat_ns[c];
+		s->has_states |= t[i].has_states;
+	}
+	qsort(v, cnt, sizeof(*v), by_busy);
+	*out = v;
+	*nout = cnt;
+	return 0;
+}
+
+void stages__print(FILE *f, const struct stage_stats *s, size_t n)
+{
+	bool states = false;
+
+	for (size_t i = 0; i < n; i++)
+		states |= s[i].has_states;
+	fprintf(f, "%-20s %7s %9s %8s %8s %8s %8s %8s\n", "STAGE", "THREADS", "SPANS",
+		states ? "RUNNING" : "IN-SPANS", "RUNNABLE", "IN-QUEUE", "BLOCKED", "IDLE");
+	for (size_t i = 0; i < n; i++) {
+		const struct stage_stats *st = &s[i];
+
+		if (!st->wall_ns) {
+			fprintf(f, "%-20.20s %7u %9llu %8s %8s %8s %8s %8s\n", st->name,
+				st->threads, (unsigned long long)st->spans, "-", "-", "-", "-",
+				"-");
+			continue;
+		}
+		fprintf(f, "%-20.20s %7u %9llu %7.1f%% ", st->name, st->threads,
+			(unsigned long long)st->spans, 100 * stage__share(st, st->running_ns));
+		if (states)
+			fprintf(f, "%7.1f%% ", 100 * stage__share(st, st->runnable_ns));
+		else
+			fprintf(f, "%8s ", "-");
+		fprintf(f, "%7.1f%% ", 100 * stage__share(st, st->queue_wait_ns));
+		if (states)
+			fprintf(f, "%7.1f%% ", 100 * stage__share(st, st->blocked_ns));
+		else
+			fprintf(f, "%8s ", "-");
+		fprintf(f, "%7.1f%%\n", 100 * stage__share(st, st->idle_ns));
+	}
+}
+
+static int pct(double share)
+{
+	return (int)(100 * share + 0.5);
+}
+
+/* Appends the stages other than skip that wait in queue spans, longest first (at most 3). */
+static size_t waiting(char *buf, size_t len, const struct stage_stats *s, size_t n,
+		      const struct stage_stats *skip, const char *before, const char *after)
+{
+	const struct stage_stats *pick[3] = { 0 };
+	size_t o = 0, k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double w = stage__share(&s[i], s[i].queue_wait_ns);
+
+		if (&s[i] == skip || w < QUEUE_EVIDENCE)
+			continue;
+		for (k = 0; k < 3; k++) {
+			if (!pick[k] || w > stage__share(pick[k], pick[k]->queue_wait_ns)) {
+				memmove(pick + k + 1, pick + k, (2 - k) * sizeof(*pick));
+				pick[k] = &s[i];
+				break;
+			}
+		}
+	}
+	if (!pick[0] || !len)
+		return 0;
+	o = snprintf(buf, len, "%swaiting on queues: ", before);
+	for (k = 0; k < 3 && pick[k] && o < len; k++)
+		o += snprintf(buf + o, len - o, "%s%s %d%%", k ? ", " : "", pick[k]->name,
+			      pct(stage__share(pick[k], pick[k]->queue_wait_ns)));
+	if (o < len)
+		o += snprintf(buf + o, len - o, "%s", after);
+	return o < len ? o : len;
+}
+
+void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t n, int ncpus)
+{
+	const struct stage_stats *top = NULL;
+	uint64_t running = 0, runnable = 0, span = 0;
+	bool states = false;
+	double busy, demand, top_demand;
+	size_t o;
+
+	for (size_t i = 0; i < n; i++) {
+		states |= s[i].has_states;
+		running += s[i].running_ns;
+		runnable += s[i].runnable_ns;
+		if (s[i].max_wall_ns > span)
+			span = s[i].max_wall_ns;
+		if (s[i].wall_ns &&
+		    (!top || stage__share(&s[i], busy_ns(&s[i])) > stage__share(top, busy_ns(top))))
+			top = &s[i];
+	}
+	if (!top) {
+		snprintf(buf, len, "bottleneck: unknown — no thread activity in the trace");
+		return;
+	}
+	busy = stage__share(top, busy_ns(top));
+	/* threads that wanted a CPU, on average over the recording */
+	demand = span ? (double)(running + runnable) / span : 0;
+	top_demand = top->max_wall_ns ?
+			     (double)(top->running_ns + top->runnable_ns) / top->max_wall_ns :
+			     0;
+
+	/* The busiest stage waits for a CPU more than it runs, and the pipeline's own threads
+	 * want clearly more CPUs than there are: more threads will not help. */
+	if (states && top->runnable_ns > top->running_ns && runnable >= running &&
+	    (ncpus <= 0 || demand >= STARVED_DEMAND * ncpus ||
+	     top_demand >= STARVED_STAGE_DEMAND * ncpus)) {
+		o = snprintf(buf, len,
+			     "bottleneck: CPU-starved — threads wait for a CPU %d%% of their "
+			     "busy time",
+			     pct((double)runnable / (running + runnable)));
+		if (ncpus > 0 && o < len)
+			o += snprintf(buf + o, len - o, "; %.1f threads want a CPU, %d CPUs",
+				      demand, ncpus);
+		if (o < len)
+			snprintf(buf + o, len - o, " (busiest: %s, runnable %d%%, running %d%%)",
+				 top->name, pct(stage__share(top, top->runnable_ns)),
+				 pct(stage__share(top, top->running_ns)));
+		return;
+	}
+	if (busy >= SATURATED / 2 &&
+	    (states ? top->blocked_ns * 2 >= busy_ns(top) :
+		      top->cat_ns[CAT_IO] * 2 >= top->running_ns)) {
+		if (states)
+			snprintf(buf, len,
+				 "bottleneck: I/O-bound — %s blocked in uninterruptible waits "
+				 "%d%% of wall time (running %d%%)",
+				 top->name, pct(stage__share(top, top->blocked_ns)),
+				 pct(stage__share(top, top->running_ns)));
+		else
+			snprintf(buf, len,
+				 "bottleneck: I/O-bound — %s inside io spans %d%% of wall time",
+				 top->name, pct(stage__share(top, top->cat_ns[CAT_IO])));
+		return;
+	}
+	if (busy >= SATURATED) {
+		if (states)
+			o = snprintf(buf, len,
+				     "bottleneck: %s — busy %d%% of wall time (running %d%%, "
+				     "runnable %d%%)",
+				     top->name, pct(busy), pct(stage__share(top, top->running_ns)),
+				     pct(stage__share(top, top->runnable_ns)));
+		else
+			o = snprintf(buf, len,
+				     "bottleneck: %s — inside spans %d%% of wall time (no "
+				     "scheduler states in the trace)",
+				     top->name, pct(busy));
+		if (o < len)
+			o += waiting(buf + o, len - o, s, n, top, "; ", "");
+		if (states && top->runnable_ns > top->running_ns && o < len)
+			snprintf(buf + o, len - o,
+				 "; it waits for a CPU more than it runs (other processes?)");
+		return;
+	}
+	o = snprintf(buf, len,
+		     "bottleneck: none — the busiest stage, %s, is busy %d%% of wall time; the "
+		     "pipeline mostly waits",
+		     top->name, pct(busy));
+	if (o < len)
+		waiting(buf + o, len - o, s, n, top, " (", ")");
+}

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+#include "analyze/summary.h"
+#include "analyze/stages.h"
+#include "util/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SLOTS (2 * SUMMARY_MAX_NAMES)
+
+void summary__init(struct summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->names = xcalloc(SUMMARY_MAX_NAMES + 1, sizeof(*s->names));
+	s->slots = xcalloc(SLOTS, sizeof(uint32_t));
+}
+
+static uint32_t hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h;
+}
+
+static struct span_stats *stats_of(struct summary *s, const char *name, enum category cat)
+{
+	static const char other[] = "(other names)";
+	struct span_stats *st;
+	uint32_t i;
+
+	if (s->nnames >= SUMMARY_MAX_NAMES)
+		name = other;
+	for (i = hash(name) & (SLOTS - 1); s->slots[i]; i = (i + 1) & (SLOTS - 1)) {
+		st = s->names[s->slots[i] - 1];
+		if (!strcmp(st->name, name))
+			return st;
+	}
+	st = xcalloc(1, sizeof(*st));
+	st->name = xstrdup(name);
+	st->cat = cat;
+	sketch__init(&st->sketch);
+	s->names[s->nnames++] = st;
+	s->slots[i] = s->nnames;
+	return st;
+}
+
+void summary__span(struct summary *s, const char *name, enum category cat, uint64_t dur_ns,
+		   bool incomplete)
+{
+	struct span_stats *st = stats_of(s, name, cat);
+
+	st->count++;
+	st->total_ns += dur_ns;
+	st->incomplete += incomplete;
+	sketch__add(&st->sketch, dur_ns);
+}
+
+static int by_total(const void *a, const void *b)
+{
+	const struct span_stats *x = *(const struct span_stats *const *)a;
+	const struct span_stats *y = *(const struct span_stats *const *)b;
+
+	return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : 0;
+}
+
+static void print_spans(FILE *f, const struct summary *s)
+{
+	const struct span_stats **order = xcalloc(s->nnames, sizeof(*order));
+	char b[5][32], safe[4 * SPAN_NAME_LEN + 256];
+
+	for (size_t i = 0; i < s->nnames; i++)
+		order[i] = s->names[i];
+	qsort(order, s->nnames, sizeof(*order), by_total);
+	fprintf(f, "%-28s %-8s %9s %9s %9s %9s %9s %9s\n", "SPAN", "CATEGORY", "COUNT", "TOTAL",
+		"MEAN", "P50", "P99", "MAX");
+	for (size_t i = 0; i < s->nnames; i++) {
+		const struct span_stats *st = order[i];
+
+		if (!st->count)
+			continue;
+		fprintf(f, "%-28.28s %-8s %9llu %9s %9s %9s %9s %9s\n",
+			printable(st->name, safe, sizeof(safe)),
+			category__name(st->cat), (unsigned long long)st->count,
+			fmt_duration(st->total_ns, b[0], 32),
+			fmt_duration(st->total_ns / st->count, b[1], 32),
+			fmt_duration(sketch__quantile(&st->sketch, 0.5), b[2], 32),
+			fmt_duration(sketch__quantile(&st->sketch, 0.99), b[3], 32),
+			fmt_duration(st->sketch.max, b[4], 32));
+	}
+	free(order);
+}
+
+static int by_pid_tid(const void *a, const void *b)
+{
+	const struct thread *x = *(const struct thread *const *)a;
+	const struct thread *y = *(const struct thread *const *)b;
+
+	return x->pid != y->pid ? x->pid - y->pid : x->tid - y->tid;
+}
+
+static void print_threads(FILE *f, const struct threads *ts)
+{
+	const struct thread **order = xcalloc(ts->cnt, sizeof(*order));
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < ts->cap; i++)
+		if (ts->v[i].tid)
+			order[n++] = &ts->v[i];
+	qsort(order, n, sizeof(*order), by_pid_tid);
+	fprintf(f, "\n%-16s %7s %8s %8s %8s %8s %8s %9s\n", "THREAD", "TID", "RUNNING", "RUNNABLE",
+		"SLEEPING", "BLOCKED", "IN-QUEUE", "SPANS");
+	for (size_t i = 0; i < n; i++) {
+		const struct thread *t = order[i];
+		char name[4 * COMM_LEN + 8];
+		uint64_t seen = 0;
+
+		printable(t->name, name, sizeof(name));
+		for (int k = TS_RUNNING; k < TS_MAX; k++)
+			seen += t->state_ns[k];
+		if (!seen) {
+			fprintf(f, "%-16s %7d %8s %8s %8s %8s %8s %9llu\n", name, t->tid, "-", "-",
+				"-", "-", "-", (unsigned long long)t->spans);
+			continue;
+		}
+		fprintf(f, "%-16s %7d %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %9llu\n", name,
+			t->tid, 100.0 * t->state_ns[TS_RUNNING] / seen,
+			100.0 * t->state_ns[TS_RUNNABLE] / seen,
+			100.0 * t->state_ns[TS_SLEEPING] / seen,
+			100.0 * t->state_ns[TS_BLOCKED] / seen, 100.0 * t->queue_ns / seen,
+			(unsigned long long)t->spans);
+	}
+	free(order);
+}
+
+/* The pipeline's stages and the verdict, as `tracer report` prints them. The recorder knows the
+ * time inside queue spans, not its state: queue spans are waits, so it is counted as waiting
+ * (thread_time__from_states). */
+static void print_stages(FILE *f, const struct threads *ts)
+{
+	struct thread_time *tt = xcalloc(ts->cnt + 1, sizeof(*tt));
+	char (*names)[4 * COMM_LEN + 8] = xcalloc(ts->cnt + 1, sizeof(*names));
+	struct stage_stats *st;
+	size_t n = 0, nst;
+	char verdict[512];
+
+	for (uint32_t i = 0; i < ts->cap; i++) {
+		const struct thread *t = &ts->v[i];
+
+		if (!t->tid)
+			continue;
+		tt[n].name = printable(t->name, names[n], sizeof(names[n]));
+		tt[n].pid = t->pid;
+		tt[n].tid = t->tid;
+		tt[n].spans = t->spans;
+		thread_time__from_states(&tt[n++], t->state_ns[TS_RUNNING],
+					 t->state_ns[TS_RUNNABLE], t->state_ns[TS_SLEEPING],
+					 t->state_ns[TS_BLOCKED], t->queue_ns);
+	}
+	if (!stages__from_threads(tt, n, &st, &nst)) {
+		fputc('\n', f);
+		stages__print(f, st, nst);
+		stages__verdict(verdict, sizeof(verdict), st, nst,
+				(int)sysconf(_SC_NPROCESSORS_ONLN));
+		fprintf(f, "\n%s\n", verdict);
+		free(st);
+	}
+	free(tt);
+	free(names);
+}
+
+void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
+		    uint64_t wall_ns, const uint64_t *c)
+{
+	uint64_t lost_sched = c[CNT_LOST_SWITCH] + c[CNT_LOST_WAKEUP] + c[CNT_LOST_TASK];
+	uint64_t incomplete = c[CNT_STALE_FRAMES] + c[CNT_EXIT_FRAMES];
+	char b[32];
+
+	fprintf(f, "\nRecorded %s: %llu spans from %u threads", fmt_duration(wall_ns, b, sizeof(b)),
+		(unsigned long long)c[CNT_SPANS], threads->cnt);
+	if (c[CNT_SHORT_SPANS])
+		fprintf(f, " (%llu shorter than --min-dur not kept)",
+			(unsigned long long)c[CNT_SHORT_SPANS]);
+	fprintf(f, ".\n\n");
+	print_spans(f, s);
+	print_threads(f, threads);
+	print_stages(f, threads);
+	if (c[CNT_LOST_SPAN] || lost_sched)
+		fprintf(f, "\nLOST: %llu spans and %llu scheduler events (ring buffer full: "
+			   "raise --buffer-size or --min-dur).\n",
+			(unsigned long long)c[CNT_LOST_SPAN], (unsigned long long)lost_sched);
+	if (incomplete || c[CNT_DEEP_FRAMES] || c[CNT_UNMATCHED_RETS])
+		fprintf(f, "\nIncomplete: %llu spans whose return was never seen (longjmp, deep "
+			   "recursion, thread exit); %llu calls nested too deep to record; %llu "
+			   "returns without an entry.\n",
+			(unsigned long long)incomplete, (unsigned long long)c[CNT_DEEP_FRAMES],
+			(unsigned long long)c[CNT_UNMATCHED_RETS]);
+}
+
+void summary__free(struct summary *s)
+{
+	for (size_t i = 0; i < s->nnames; i++) {
+		free(s->names[i]->name);
+		free(s->names[i]);
+	}
+	free(s->names);
+	free(s->slots);
+	memset(s, 0, sizeof(*s));
+}

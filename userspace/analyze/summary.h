@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* What the recording says, printed when it stops: per span name, count and latency
+ * percentiles; per thread, where its time went. */
+#ifndef TRACER_SUMMARY_H
+#define TRACER_SUMMARY_H
+
+#include "events.h"
+#include "probe/resolve.h"
+#include "analyze/sketch.h"
+#include "record/threads.h"
+
+#include <stdio.h>
+
+/* Distinct span names kept apart (name_from can make many); the rest share one row. */
+#define SUMMARY_MAX_NAMES 512
+
+struct span_stats {
+	char *name;
+	enum category cat;
+	uint64_t count, total_ns, incomplete;
+	struct sketch sketch;
+};
+
+struct summary {
+	struct span_stats **names; /* one per distinct span name, in order of appearance */
+	size_t nnames;
+	uint32_t *slots; /* open addressing on the name: index + 1 into names, 0 = free */
+};
+
+void summary__init(struct summary *s);
+void summary__span(struct summary *s, const char *name, enum category cat, uint64_t dur_ns,
+		   bool incomplete);
+/* counters: the BPF counters summed over CPUs (CNT_MAX entries). */
+void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
+		    uint64_t wall_ns, const uint64_t *counters);
+void summary__free(struct summary *s);
+
+#endif

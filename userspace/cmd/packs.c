@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/* `tracer packs [-p PID]`: the probe packs, what each is for, and which a process gets. */
+#include "cmd/commands.h"
+#include "probe/list.h"
+#include "util/util.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char packs_usage[] =
+	"Usage: tracer packs [-p PID]\n"
+	"\n"
+	"Lists the probe packs of the packs folder: name, number of probes, when tracer uses one\n"
+	"by default (no -u/-P), and its description. With -p, marks with '*' the packs used by\n"
+	"default for that process.\n"
+	"\n"
+	"  -p, --pid PID   the process to check the packs against\n"
+	"  -h, --help      this text\n";
+
+#define COLS 100
+
+/* Prints text from column indent on, wrapped at spaces within COLS columns. */
+static void print_wrapped(const char *text, int indent)
+{
+	int width = COLS - indent;
+
+	while (*text) {
+		int len = strlen(text), cut = len;
+
+		if (len > width) {
+			for (cut = width; cut > 0 && text[cut] != ' '; cut--)
+				;
+			if (!cut) /* one word longer than the line */
+				for (cut = width; text[cut] && text[cut] != ' '; cut++)
+					;
+		}
+		printf("%*s%.*s\n", indent, "", cut, text);
+		text += cut;
+		while (*text == ' ')
+			text++;
+	}
+}
+
+static int packs_usage_error(const char *fmt, const char *arg)
+{
+	fputs("tracer: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs(" (see tracer packs --help)\n", stderr);
+	return 2;
+}
+
+int cmd_packs(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct target t = { .pidfd = -1 };
+	struct pack_set set = { 0 };
+	char err[512];
+	int c, namew = 4, ret = 1;
+	long pid = 0;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_long(optarg, 1, 4194304 /* PID_MAX_LIMIT */, &pid))
+				return packs_usage_error("bad pid '%s': want a process id", optarg);
+			break;
+		case 'h':
+			fputs(packs_usage, stdout);
+			return 0;
+		case ':':
+			return packs_usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return packs_usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return packs_usage_error("unexpected argument '%s'", argv[optind]);
+	if (pid && target__open(pid, &t, err, sizeof(err))) {
+		pr_err("%s", err);
+		return 1;
+	}
+	if (pack_set__load(&set, err, sizeof(err))) {
+		pr_err("%s", err);
+		goto out;
+	}
+	if (!set.cnt) {
+		pr_err("no probe packs in %s (set TRACER_PROBES to the packs folder)",
+		       probe_pack__dir());
+		goto out;
+	}
+	for (size_t i = 0; i < set.cnt; i++)
+		if ((int)strlen(set.packs[i].name) > namew)
+			namew = strlen(set.packs[i].name);
+	printf("packs in %s", probe_pack__dir());
+	if (pid)
+		printf(" (* = used for pid %ld (%s) when no -u/-P is given)", pid, t.comm);
+	printf("\n");
+	for (size_t i = 0; i < set.cnt; i++) {
+		const struct probe_pack *p = &set.packs[i];
+		bool used = pid && pack__applies(p, t.objs, t.nobjs);
+		char when[512];
+		int n = 0;
+
+		if (!p->when_cnt)
+			snprintf(when, sizeof(when), "only with -P %s", p->name);
+		for (size_t w = 0; w < p->when_cnt && n < (int)sizeof(when); w++)
+			n += snprintf(when + n, sizeof(when) - n, "%s%s",
+				      w ? ", " : "used when it maps ", p->when_maps[w]);
+		printf("%c %-*s  %zu probe%s; %s\n", used ? '*' : ' ', namew, p->name,
+		       set.specs[i].cnt, set.specs[i].cnt == 1 ? "" : "s", when);
+		if (p->description)
+			print_wrapped(p->description, namew + 4);
+	}
+	ret = 0;
+out:
+	pack_set__free(&set);
+	target__close(&t);
+	return ret;
+}

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+/* tracer record: options and usage of a recording; the recording itself is record/record.c. */
+#include "cmd/commands.h"
+#include "record/record.h"
+#include "util/util.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+	"Usage: tracer [record] -p PID[,PID...] [options]\n"
+	"       tracer [record] [options] -- COMMAND [ARGS...]\n"
+	"\n"
+	"Attach to a running pipeline and record its function spans and scheduler states into a\n"
+	"Chrome Trace Event JSON file (open it in ui.perfetto.dev or chrome://tracing).\n"
+	"\n"
+	"Target:\n"
+	"  -p, --pid PID[,PID...]   processes to trace\n"
+	"  -- COMMAND [ARGS...]     start COMMAND (as the invoking user under sudo), attach before\n"
+	"                           its code runs, record until it exits, exit with its status\n"
+	"  -a, --all-processes      every process that maps a probed object, now or later\n"
+	"      --follow             also the targets' children, and the programs they exec\n"
+	"\n"
+	"Probes (default: every pack in the packs folder whose \"when\" matches the target):\n"
+	"  -u, --uprobe SPEC        CATEGORY:OBJECT:FUNCTION; OBJECT and FUNCTION are globs over\n"
+	"                           mapped file basenames and symbol names; CATEGORY is decode,\n"
+	"                           operator, queue, io or other\n"
+	"  -P, --pack PACK          a probe pack: a name from the packs folder, or a path\n"
+	"\n"
+	"Recording:\n"
+	"  -d, --duration DUR       stop after DUR (seconds, or with a unit: 500ms, 2m)\n"
+	"  -o, --output FILE        output file (default tracer-COMM-PID-TIME.json); .gz compresses\n"
+	"      --min-dur DUR        keep only spans at least this long (microseconds, or 50us,\n"
+	"                           2ms); shorter calls are counted, not recorded\n"
+	"      --no-sched           do not record scheduler states\n"
+	"      --entry-only         no return probes: each call is an instant (safe for Go, C++\n"
+	"                           exceptions and coroutines, which return probes can crash)\n"
+	"      --no-args            read nothing from the target's memory (no captured arguments,\n"
+	"                           span names from strings, or queue depths)\n"
+	"      --start-paused       attach but record nothing until SIGUSR1; SIGUSR1 toggles\n"
+	"      --buffer-size MB     ring buffer size, a power of two (default 8)\n"
+	"      --max-size SIZE      stop when the file reaches SIZE (500M, 2G); the file stays valid\n"
+	"  -q, --quiet              no summary\n"
+	"  -v, --verbose            debug messages, libbpf's included\n"
+	"  -h, --help               this text\n"
+	"  -V, --version            tracer's version\n"
+	"\n"
+	"Recording stops on Ctrl-C, SIGTERM, after -d, or when every target has exited.\n"
+	"SIGUSR1 pauses and resumes it.\n"
+	"\n"
+	"Other commands (each with --help):\n"
+	"  tracer list -p PID|BINARY [PATTERN]   functions that can be probed, and what a probe costs\n"
+	"  tracer packs [-p PID]                 the probe packs, and which apply to a process\n"
+	"  tracer report TRACE [--by ...]        where the time went: stages, verdict, percentiles\n"
+	"  tracer merge A B ... -o ALL           one timeline of several recordings\n"
+	"  tracer export TRACE --jsonl|--csv     one row per span, for query engines\n"
+	"  tracer repair TRACE                   close a trace that was cut short\n"
+	"\n"
+	"Examples:\n"
+	"  sudo tracer -p $(pidof ffmpeg) -d 5\n"
+	"  sudo tracer -p 1234 -u 'decode:libavcodec.so.*:avcodec_send_*' -o decode.json.gz\n"
+	"  sudo tracer -p 1234 -P pipeline --min-dur 50us\n"
+	"  sudo tracer -o run.json -- ffmpeg -i in.mp4 -f null -\n"
+	"  sudo tracer -a -u 'decode:libavcodec.so.*:avcodec_send_packet' -d 10\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("tracer: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs(" (see tracer --help)\n", stderr);
+	return 2;
+}
+
+static int parse_pids(struct record_opts *o, const char *arg)
+{
+	char *copy = xstrdup(arg), *save = NULL;
+	int ret = 0;
+
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long pid;
+
+		if (parse_long(tok, 1, 4194304 /* PID_MAX_LIMIT */, &pid)) {
+			ret = -1;
+			break;
+		}
+		o->pids = xrealloc(o->pids, o->npids + 1, sizeof(int));
+		o->pids[o->npids++] = pid;
+	}
+	free(copy);
+	return ret;
+}
+
+static int parse_record(int argc, char **argv, struct record_opts *o)
+{
+	enum {
+		OPT_MIN_DUR = 256,
+		OPT_NO_SCHED,
+		OPT_BUFFER_SIZE,
+		OPT_ENTRY_ONLY,
+		OPT_NO_ARGS,
+		OPT_START_PAUSED,
+		OPT_FOLLOW,
+		OPT_MAX_SIZE,
+	};
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "uprobe", required_argument, NULL, 'u' },
+		{ "pack", required_argument, NULL, 'P' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "min-dur", required_argument, NULL, OPT_MIN_DUR },
+		{ "no-sched", no_argument, NULL, OPT_NO_SCHED },
+		{ "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
+		{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
+		{ "no-args", no_argument, NULL, OPT_NO_ARGS },
+		{ "start-paused", no_argument, NULL, OPT_START_PAUSED },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
+		{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+		{ "all-processes", no_argument, NULL, 'a' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	char err[512];
+	long mb;
+	int c;
+
+	o->buffer_mb = 8;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:p:u:P:d:o:aqvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pids(o, optarg))
+				return usage_error("bad pid list '%s': want PID[,PID...]", optarg);
+			break;
+		case 'u':
+			if (probe_specs__add_spec(&o->specs, optarg, err, sizeof(err)))
+				return usage_error("%s", err);
+			break;
+		case 'P':
+			o->packs = xrealloc(o->packs, o->npacks + 1, sizeof(char *));
+			o->packs[o->npacks++] = optarg;
+			break;
+		case 'd':
+			if (parse_duration(optarg, 1000000000ull, &o->duration_ns) ||
+			    !o->duration_ns)
+				return usage_error("bad duration '%s': want seconds, or 500ms, 2m",
+						   optarg);
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case OPT_MIN_DUR:
+			if (parse_duration(optarg, 1000, &o->min_dur_ns))
+				return usage_error("bad --min-dur '%s': want microseconds, or 50us, 2ms",
+						   optarg);
+			break;
+		case OPT_NO_SCHED:
+			o->no_sched = true;
+			break;
+		case OPT_ENTRY_ONLY:
+			o->entry_only = true;
+			break;
+		case OPT_NO_ARGS:
+			o->no_args = true;
+			break;
+		case OPT_START_PAUSED:
+			o->start_paused = true;
+			break;
+		case OPT_FOLLOW:
+			o->follow = true;
+			break;
+		case OPT_MAX_SIZE:
+			if (parse_size(optarg, &o->max_size) || o->max_size < 4096)
+				return usage_error("bad --max-size '%s': want bytes of at least 4k, or "
+						   "with k, M or G (500M)",
+						   optarg);
+			break;
+		case 'a':
+			o->system_wide = true;
+			break;
+		case OPT_BUFFER_SIZE:
+			if (parse_long(optarg, 1, 1024, &mb) || (mb & (mb - 1)))
+				return usage_error("bad --buffer-size '%s': want a power of two, 1 to "
+						   "1024 (MB)",
+						   optarg);
+			o->buffer_mb = mb;
+			break;
+		case 'q':
+			verbosity = VERB_QUIET;
+			break;
+		case 'v':
+			verbosity = VERB_DEBUG;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		case 'V':
+			printf("tracer %s\n", TRACER_VERSION);
+			exit(0);
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc && !strcmp(argv[optind - 1], "--"))
+		o->cmd = &argv[optind];
+	else if (optind < argc)
+		return usage_error("unexpected argument '%s' (a command to launch goes after --)",
+				   argv[optind]);
+	if (o->cmd && o->npids)
+		return usage_error("%s", "give -p PID or -- COMMAND, not both");
+	if (o->system_wide && (o->npids || o->cmd || o->follow))
+		return usage_error("%s", "-a traces every process mapping the probed objects: no -p, "
+					 "--follow or command with it");
+	if (!o->npids && !o->cmd && !o->system_wide)
+		return usage_error("%s", "no target: give -p PID, -- COMMAND to launch one, or -a");
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts opts = { 0 };
+	int ret;
+
+	ret = parse_record(argc, argv, &opts);
+	if (!ret)
+		ret = record__run(&opts);
+	probe_specs__free(&opts.specs);
+	free(opts.pids);
+	free(opts.packs);
+	return ret;
+}
+

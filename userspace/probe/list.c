@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: MIT
+/* `tracer list -p PID [PATTERN]`, `tracer list BINARY [PATTERN]`: the functions tracer can
+ * probe in each object, what an entry probe on each costs (from its first instruction), and
+ * which packs would probe it. */
+#include "cmd/commands.h"
+#include "elf/demangle.h"
+#include "elf/elf_syms.h"
+#include "elf/insn.h"
+#include "probe/list.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char list_usage[] =
+	"Usage: tracer list -p PID [PATTERN]\n"
+	"       tracer list BINARY [PATTERN]\n"
+	"\n"
+	"Lists the functions tracer can probe in each ELF object a process maps (or in one file),\n"
+	"with the cost of an entry probe on each and the packs that would probe it. PATTERN is a\n"
+	"glob over function names; C++ names match demangled too, with or without parameters.\n"
+	"\n"
+	"  -p, --pid PID   the objects process PID maps (reading them needs root)\n"
+	"  -h, --help      this text\n"
+	"\n"
+	"The cost per hit depends on the function's first instruction: the kernel emulates a few\n"
+	"(push, nop, jumps: about 0.7us), turns a 5-byte nop into a call (about 0.5us), and runs\n"
+	"anything else out of line with a second trap (about 10us). A return probe adds 0.5us.\n"
+	"\n"
+	"Examples:\n"
+	"  sudo tracer list -p $(pidof ffmpeg) 'avcodec_*'\n"
+	"  tracer list ./inference 'onnx::*::Compute'\n";
+
+/* Costs measured on kernel 6.18 (shared/targets.md); the calibration in overhead.c measures
+ * the machine at hand when recording. */
+const char *list__insn_cost(enum insn_class c)
+{
+	switch (c) {
+	case INSN_EMULATED:
+		return "0.7us";
+	case INSN_OPTIMIZED:
+		return "0.5us";
+	default:
+		return "10us";
+	}
+}
+
+enum insn_class list__first_insn(int fd, uint64_t offset)
+{
+	uint8_t code[16]; /* an x86 instruction is at most 15 bytes */
+	ssize_t n = pread(fd, code, sizeof(code), offset);
+
+	return insn__classify(code, n > 0 ? n : 0);
+}
+
+bool pack__applies(const struct probe_pack *pack, const struct mapped_object *objs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t w = 0; w < pack->when_cnt; w++)
+			if (!fnmatch(pack->when_maps[w], objs[i].base, 0))
+				return true;
+	return false;
+}
+
+int pack_set__load(struct pack_set *set, char *err, size_t errlen)
+{
+	struct probe_pack *all = NULL;
+	int n = probe_pack__list(&all);
+
+	memset(set, 0, sizeof(*set));
+	if (n < 0) {
+		snprintf(err, errlen,
+			 "cannot read the probe packs folder %s: %s (set TRACER_PROBES to it)",
+			 probe_pack__dir(), strerror(-n));
+		return n;
+	}
+	set->packs = xcalloc(n, sizeof(*set->packs));
+	set->specs = xcalloc(n, sizeof(*set->specs));
+	for (int i = 0; i < n; i++) {
+		char msg[512];
+
+		/* listed packs parsed once already; one that changed since is left out */
+		if (probe_pack__load(all[i].path, &set->packs[set->cnt], &set->specs[set->cnt], msg,
+				     sizeof(msg)))
+			pr_warn("%s", msg);
+		else
+			set->cnt++;
+		probe_pack__free(&all[i]);
+	}
+	free(all);
+	return 0;
+}
+
+void pack_set__free(struct pack_set *set)
+{
+	for (size_t i = 0; i < set->cnt; i++) {
+		probe_pack__free(&set->packs[i]);
+		probe_specs__free(&set->specs[i]);
+	}
+	free(set->packs);
+	free(set->specs);
+	memset(set, 0, sizeof(*set));
+}
+
+struct row {
+	char *name; /* displayed: demangled for C++ */
+	uint64_t offset;
+	enum insn_class cls;
+	char *packs; /* "ffmpeg:decode,other:queue", or NULL */
+};
+
+struct object_rows {
+	const struct mapped_object *obj;
+	int err;   /* reading its symbols failed: -errno */
+	bool is_go;
+	size_t nsyms; /* probe-able functions, before PATTERN */
+	struct row *rows;
+	size_t cnt;
+};
+
+static int row_cmp(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+	int r = strcmp(a->name, b->name);
+
+	return r ? r : (a->offset > b->offset) - (a->offset < b->offset);
+}
+
+/* Symbols that demangle alike at one address (a C++ constructor's or destructor's complete and
+ * base variants, _ZN1AD1Ev and _ZN1AD2Ev) are one function: one row. */
+static size_t rows_dedup(struct row *rows, size_t cnt)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < cnt; i++) {
+		struct row *keep = n ? &rows[n - 1] : NULL;
+
+		if (keep && keep->offset == rows[i].offset && !strcmp(keep->name, rows[i].name)) {
+			if (!keep->packs) {
+				keep->packs = rows[i].packs;
+				rows[i].packs = NULL;
+			}
+			free(rows[i].name);
+			free(rows[i].packs);
+			continue;
+		}
+		rows[n++] = rows[i];
+	}
+	return n;
+}
+
+/* "pack:category" of every pack probe that matches the function, comma separated. */
+static char *packs_of(const struct pack_set *set, const char *object, const char *sym)
+{
+	char *out = NULL;
+	size_t len = 0;
+
+	for (size_t p = 0; p < set->cnt; p++) {
+		const char *pack = set->packs[p].name;
+
+		/* one entry per pack: its first probe that matches wins, as in resolve */
+		for (size_t s = 0; s < set->specs[p].cnt; s++) {
+			const struct probe_spec *spec = &set->specs[p].v[s];
+			const char *cat = category__name(spec->cat);
+
+			if (fnmatch(spec->object, object, 0) ||
+			    !demangle__match(spec->function, sym))
+				continue;
+			out = xrealloc(out, len + strlen(pack) + strlen(cat) + 3, 1);
+			len += sprintf(out + len, "%s%s:%s", len ? "," : "", pack, cat);
+			break;
+		}
+	}
+	return out;
+}
+
+/* The object's probe-able functions that match pattern, with the class of their first
+ * instruction read from the file at the function's offset. */
+static void object_rows__read(struct object_rows *o, const struct pack_set *set,
+			      const char *pattern)
+{
+	struct elf_syms *syms = NULL;
+	int fd;
+
+	o->err = elf_syms__open(o->obj->open_path, &syms);
+	if (o->err)
+		return;
+	fd = open(o->obj->open_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		o->err = -errno;
+		elf_syms__free(syms);
+		return;
+	}
+	o->is_go = syms->is_go;
+	o->rows = xcalloc(syms->cnt, sizeof(*o->rows));
+	for (size_t i = 0; i < syms->cnt; i++) {
+		const struct elf_sym *sym = &syms->syms[i];
+		struct row *r;
+
+		/* an IFUNC's address is its resolver's: resolve never probes one */
+		if (sym->ifunc)
+			continue;
+		o->nsyms++;
+		if (pattern && !demangle__match(pattern, sym->name))
+			continue;
+		r = &o->rows[o->cnt++];
+		r->name = xstrdup(demangle__display(sym->name));
+		r->offset = sym->offset;
+		r->cls = list__first_insn(fd, sym->offset);
+		r->packs = packs_of(set, o->obj->base, sym->name);
+	}
+	close(fd);
+	elf_syms__free(syms);
+	qsort(o->rows, o->cnt, sizeof(*o->rows), row_cmp);
+	o->cnt = rows_dedup(o->rows, o->cnt);
+}
+
+static void object_rows__free(struct object_rows *o)
+{
+	for (size_t i = 0; i < o->cnt; i++) {
+		free(o->rows[i].name);
+		free(o->rows[i].packs);
+	}
+	free(o->rows);
+}
+
+/* Prints the table. Widths are computed over every object, so that all columns line up; the
+ * packs follow the name, so that names keep the most room within 100 columns. */
+static void print_rows(const struct object_rows *objs, size_t n, const char *pattern)
+{
+	int offw = 6;
+
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < objs[i].cnt; k++) {
+			unsigned long long off = objs[i].rows[k].offset;
+			int w = snprintf(NULL, 0, "%llx", off);
+
+			if (w > offw)
+				offw = w;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct object_rows *o = &objs[i];
+
+		if (pattern && !o->cnt)
+			continue;
+		printf("\n%s  %s\n", o->obj->base, o->obj->path);
+		if (o->err) {
+			printf("  cannot read its symbols: %s\n", strerror(-o->err));
+			continue;
+		}
+		if (o->is_go)
+			printf("  a Go binary: probes are entry-only (return probes crash Go)\n");
+		if (!o->nsyms) {
+			printf("  no function symbols (stripped): nothing to probe\n");
+			continue;
+		}
+		printf("  %*s  %-14s  %-5s  FUNCTION  [PACK:CATEGORY]\n", offw, "OFFSET",
+		       "FIRST INSN", "COST");
+		for (size_t k = 0; k < o->cnt; k++) {
+			const struct row *r = &o->rows[k];
+
+			printf("  %*llx  %-14s  %-5s  %s", offw, (unsigned long long)r->offset,
+			       insn_class__name(r->cls), list__insn_cost(r->cls), r->name);
+			if (r->packs)
+				printf("  [%s]", r->packs);
+			putchar('\n');
+		}
+	}
+}
+
+/* A file named on the command line, as the one object to list. */
+static int object_from_file(const char *arg, struct mapped_object *o)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	const char *slash;
+
+	/* a bare name that is not in the current folder: look it up like a shell */
+	if (!strchr(arg, '/') && stat(arg, &st)) {
+		const char *env = getenv("PATH");
+		char *dirs = xstrdup(env ? env : "/usr/bin:/bin"), *save = NULL;
+		bool found = false;
+
+		for (char *d = strtok_r(dirs, ":", &save); d && !found;
+		     d = strtok_r(NULL, ":", &save)) {
+			snprintf(path, sizeof(path), "%s/%s", *d ? d : ".", arg);
+			found = !access(path, X_OK) && !stat(path, &st) && S_ISREG(st.st_mode);
+		}
+		free(dirs);
+		if (!found)
+			return -ENOENT;
+	} else {
+		snprintf(path, sizeof(path), "%s", arg);
+	}
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	slash = strrchr(path, '/');
+	o->path = xstrdup(path);
+	o->open_path = xstrdup(path);
+	o->base = xstrdup(slash ? slash + 1 : path);
+	o->dev = st.st_dev;
+	o->ino = st.st_ino;
+	return 0;
+}
+
+/* PATTERN matched nothing: one line naming near functions, or how to see them all. Reads the
+ * symbols again: this is the error path only. */
+static void no_match_error(const char *pattern, const char *where,
+			   const struct object_rows *objs, size_t n)
+{
+	struct near_names nr;
+	char msg[1024];
+
+	near_names__init(&nr, pattern);
+	for (size_t i = 0; i < n && nr.want[0]; i++) {
+		struct elf_syms *syms;
+
+		if (elf_syms__open(objs[i].obj->open_path, &syms))
+			continue;
+		for (size_t k = 0; k < syms->cnt; k++) {
+			const struct demangled *d = demangle__get(syms->syms[k].name);
+
+			if (!syms->syms[k].ifunc)
+				near_names__offer(&nr, d ? d->base : syms->syms[k].name);
+		}
+		elf_syms__free(syms);
+	}
+	msg[0] = 0;
+	near_names__format(&nr, msg, sizeof(msg));
+	if (!nr.name[0])
+		snprintf(msg, sizeof(msg), "; run without a PATTERN to see them all");
+	pr_err("no function matches '%s' in %s%s", pattern, where, msg);
+	near_names__free(&nr);
+}
+
+static int list_usage_error(const char *fmt, const char *arg)
+{
+	fputs("tracer: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs(" (see tracer list --help)\n", stderr);
+	return 2;
+}
+
+static void print_default_packs(const struct pack_set *set, const struct mapped_object *objs,
+				size_t n)
+{
+	bool any = false;
+
+	printf("packs used with no -u/-P:");
+	for (size_t i = 0; i < set->cnt; i++) {
+		if (!pack__applies(&set->packs[i], objs, n))
+			continue;
+		printf("%s %s", any ? "," : "", set->packs[i].name);
+		any = true;
+	}
+	printf("%s\n", any ? "" : " none");
+}
+
+int cmd_list(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct mapped_object file = { 0 }, *objs;
+	struct object_rows *rows = NULL;
+	struct target t = { .pidfd = -1 };
+	struct pack_set set = { 0 };
+	const char *pattern = NULL;
+	char err[512];
+	size_t nobjs, matched = 0;
+	long pid = 0;
+	int c, ret;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_long(optarg, 1, 4194304 /* PID_MAX_LIMIT */, &pid))
+				return list_usage_error("bad pid '%s': want a process id", optarg);
+			break;
+		case 'h':
+			fputs(list_usage, stdout);
+			return 0;
+		case ':':
+			return list_usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return list_usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (!pid && optind >= argc)
+		return list_usage_error("%s", "nothing to list: give -p PID or a BINARY");
+	if (argc - optind > (pid ? 1 : 2))
+		return list_usage_error("unexpected argument '%s'", argv[argc - 1]);
+
+	if (pid) {
+		if (target__open(pid, &t, err, sizeof(err))) {
+			pr_err("%s", err);
+			return 1;
+		}
+		if (!t.nobjs) {
+			pr_err("cannot read the files pid %ld maps (%s)%s", pid, t.comm,
+			       geteuid() ? ": run as root" : "");
+			target__close(&t);
+			return 1;
+		}
+		objs = t.objs;
+		nobjs = t.nobjs;
+	} else {
+		ret = object_from_file(argv[optind], &file);
+		if (ret) {
+			if (ret == -EINVAL)
+				pr_err("%s is not a regular file: give an executable or a shared "
+				       "library", argv[optind]);
+			else
+				pr_err("no such file: %s (give a path to an executable or a shared "
+				       "library)", argv[optind]);
+			return 1;
+		}
+		optind++;
+		objs = &file;
+		nobjs = 1;
+	}
+	if (optind < argc)
+		pattern = argv[optind];
+
+	ret = 1;
+	if (pack_set__load(&set, err, sizeof(err))) {
+		pr_err("%s", err);
+		goto out;
+	}
+	rows = xcalloc(nobjs, sizeof(*rows));
+	for (size_t i = 0; i < nobjs; i++) {
+		rows[i].obj = &objs[i];
+		object_rows__read(&rows[i], &set, pattern);
+		matched += rows[i].cnt;
+	}
+	if (!pid && rows[0].err) {
+		pr_err("cannot read %s: %s", file.path,
+		       rows[0].err == -ENOEXEC ? "not an ELF file" : strerror(-rows[0].err));
+		goto out;
+	}
+	if (!pid && !rows[0].nsyms) {
+		pr_err("%s has no function symbols (stripped): nothing to probe in it", file.path);
+		goto out;
+	}
+	if (pattern && !matched) {
+		char where[64 + sizeof(t.comm)];
+
+		if (pid)
+			snprintf(where, sizeof(where), "pid %ld (%s)", pid, t.comm);
+		no_match_error(pattern, pid ? where : file.path, rows, nobjs);
+		goto out;
+	}
+	if (pid)
+		printf("pid %ld (%s): %zu objects; ", pid, t.comm, nobjs);
+	else
+		printf("%s: ", file.path);
+	print_default_packs(&set, objs, nobjs);
+	printf("COST: of an entry probe per hit, on kernel 6.18; a return probe adds 0.5us\n");
+	print_rows(rows, nobjs, pattern);
+	ret = 0;
+out:
+	for (size_t i = 0; rows && i < nobjs; i++)
+		object_rows__free(&rows[i]);
+	free(rows);
+	pack_set__free(&set);
+	target__close(&t);
+	free(file.path);
+	free(file.base);
+	free(file.open_path);
+	return ret;
+}

@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: MIT
+#include "probe/probe_spec.h"
+#include "util/util.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const category_names[CAT_MAX] = {
+	[CAT_DECODE] = "decode", [CAT_OPERATOR] = "operator", [CAT_QUEUE] = "queue",
+	[CAT_IO] = "io",	 [CAT_OTHER] = "other",
+};
+
+const char *category__name(enum category cat)
+{
+	return cat < CAT_MAX ? category_names[cat] : "other";
+}
+
+int category__parse(const char *s, enum category *cat)
+{
+	for (int i = 0; i < CAT_MAX; i++) {
+		if (!strcmp(s, category_names[i])) {
+			*cat = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static void spec__free(struct probe_spec *s)
+{
+	for (int i = 0; i < s->nargs; i++)
+		free(s->args[i].key);
+	free(s->object);
+	free(s->function);
+	free(s->name);
+	free(s->origin);
+}
+
+static struct probe_spec *specs__push(struct probe_specs *specs)
+{
+	specs->v = xrealloc(specs->v, specs->cnt + 1, sizeof(*specs->v));
+	memset(&specs->v[specs->cnt], 0, sizeof(specs->v[0]));
+	specs->v[specs->cnt].name_arg = -1;
+	specs->v[specs->cnt].queue_arg = -1;
+	return &specs->v[specs->cnt++];
+}
+
+int probe_specs__add_spec(struct probe_specs *specs, const char *text, char *err, size_t errlen)
+{
+	const char *c1 = strchr(text, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	char cat_s[32];
+	enum category cat;
+	struct probe_spec *s;
+
+	if (!c1 || !c2 || c1 == text || c2 == c1 + 1 || !c2[1]) {
+		snprintf(err, errlen,
+			 "bad probe spec '%s': want CATEGORY:OBJECT:FUNCTION, e.g. "
+			 "'decode:libavcodec.so.*:avcodec_send_packet'",
+			 text);
+		return -EINVAL;
+	}
+	if ((size_t)(c1 - text) >= sizeof(cat_s) ||
+	    (snprintf(cat_s, sizeof(cat_s), "%.*s", (int)(c1 - text), text),
+	     category__parse(cat_s, &cat))) {
+		snprintf(err, errlen,
+			 "bad probe spec '%s': unknown category '%.*s' (one of decode, operator, "
+			 "queue, io, other)",
+			 text, (int)(c1 - text), text);
+		return -EINVAL;
+	}
+	s = specs__push(specs);
+	s->cat = cat;
+	s->object = strndup(c1 + 1, c2 - c1 - 1);
+	s->function = xstrdup(c2 + 1);
+	if (asprintf(&s->origin, "-u '%s'", text) < 0 || !s->object)
+		abort();
+	return 0;
+}
+
+/* cJSON keeps no line numbers: find the line of the n-th element of the top-level "probes"
+ * array by scanning the text, aware of strings and nesting. */
+static int line_of_probe(const char *text, int n)
+{
+	int line = 1, depth = 0, in_probes = 0, idx = -1;
+	const char *key_start = NULL;
+
+	for (const char *p = text; *p; p++) {
+		switch (*p) {
+		case '\n':
+			line++;
+			break;
+		case '"':
+			key_start = p + 1;
+			for (p++; *p && *p != '"'; p++) {
+				if (*p == '\\' && p[1])
+					p++;
+				else if (*p == '\n')
+					line++;
+			}
+			if (!*p)
+				return line;
+			if (depth == 1 && p - key_start == 6 && !strncmp(key_start, "probes", 6))
+				in_probes = 1;
+			break;
+		case '{':
+		case '[':
+			depth++;
+			if (in_probes == 2 && depth == 3 && ++idx == n)
+				return line;
+			if (in_probes == 1 && *p == '[' && depth == 2)
+				in_probes = 2;
+			break;
+		case '}':
+		case ']':
+			depth--;
+			if (in_probes == 2 && depth == 1)
+				in_probes = 0;
+			break;
+		}
+	}
+	return line;
+}
+
+static int line_at(const char *text, const char *pos)
+{
+	int line = 1;
+
+	for (const char *p = text; *p && p < pos; p++)
+		line += *p == '\n';
+	return line;
+}
+
+static const char *str_field(const cJSON *obj, const char *key, bool *bad)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!v)
+		return NULL;
+	if (!cJSON_IsString(v) || !v->valuestring[0]) {
+		*bad = true;
+		return NULL;
+	}
+	return v->valuestring;
+}
+
+/* "arg0".."arg5" (or "ret" when allowed), with an optional ":type" suffix. Returns the index,
+ * ARG_RET, or -2 when malformed; *type points at the suffix or NULL. */
+static int parse_arg_ref(const char *s, bool allow_ret, const char **type)
+{
+	*type = strchr(s, ':');
+	if (allow_ret && !strncmp(s, "ret", 3) && (s[3] == 0 || s[3] == ':'))
+		return ARG_RET;
+	if (strncmp(s, "arg", 3) || s[3] < '0' || s[3] > '5' || (s[4] != 0 && s[4] != ':'))
+		return -2;
+	return s[3] - '0';
+}
+
+static int parse_args(const cJSON *args, struct probe_spec *s, const char *where, char *err,
+		      size_t errlen)
+{
+	const cJSON *a;
+
+	if (!cJSON_IsObject(args)) {
+		snprintf(err, errlen, "%s: \"args\" is {\"KEY\": \"argN\" | \"argN:hex\" | \"ret\"}",
+			 where);
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(a, args) {
+		const char *type;
+		int idx, nret = 0;
+		size_t kl = strspn(a->string, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					       "0123456789_");
+
+		if (!kl || kl > 32 || a->string[kl]) {
+			snprintf(err, errlen, "%s: args key \"%.40s\": want 1 to 32 letters, digits or _",
+				 where, a->string);
+			return -EINVAL;
+		}
+		for (int i = 0; i < s->nargs; i++)
+			nret += s->args[i].idx == ARG_RET;
+		idx = cJSON_IsString(a) ? parse_arg_ref(a->valuestring, true, &type) : -2;
+		if (idx == -2 || (type && strcmp(type, ":hex") && strcmp(type, ":int"))) {
+			snprintf(err, errlen, "%s: args.%s: want \"arg0\"..\"arg5\" or \"ret\", "
+					      "optionally with :int or :hex", where, a->string);
+			return -EINVAL;
+		}
+		if ((idx == ARG_RET && nret) ||
+		    (idx != ARG_RET && s->nargs - nret >= SPEC_MAX_ARGS)) {
+			snprintf(err, errlen, "%s: at most %d arguments and the return value", where,
+				 SPEC_MAX_ARGS);
+			return -EINVAL;
+		}
+		s->args[s->nargs].key = xstrdup(a->string);
+		s->args[s->nargs].idx = idx;
+		s->args[s->nargs].hex = type && !strcmp(type, ":hex");
+		s->nargs++;
+	}
+	return 0;
+}
+
+static int parse_queue(const cJSON *q, struct probe_spec *s, const char *where, char *err,
+		       size_t errlen)
+{
+	const cJSON *role = cJSON_GetObjectItemCaseSensitive(q, "role");
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(q, "id");
+	const char *type;
+
+	if (!cJSON_IsObject(q) || !cJSON_IsString(role) || !cJSON_IsString(id) ||
+	    (strcmp(role->valuestring, "push") && strcmp(role->valuestring, "pop")) ||
+	    (s->queue_arg = parse_arg_ref(id->valuestring, false, &type)) < 0 || type) {
+		snprintf(err, errlen, "%s: \"queue\" is {\"role\": \"push\" | \"pop\", \"id\": "
+				      "\"argN\"}", where);
+		return -EINVAL;
+	}
+	s->queue_role = strcmp(role->valuestring, "push") ? QUEUE_POP : QUEUE_PUSH;
+	return 0;
+}
+
+static int parse_probe(const cJSON *p, const char *where, struct probe_specs *specs, char *err,
+		       size_t errlen)
+{
+	static const char *const known[] = { "object", "function", "category", "name",
+					     "name_from", "args", "entry_only", "queue" };
+	const char *object, *function, *category, *name, *name_from, *type;
+	const cJSON *f, *entry_only;
+	struct probe_spec tmp, *s;
+	enum category cat;
+	bool bad = false;
+	int ret;
+
+	if (!cJSON_IsObject(p)) {
+		snprintf(err, errlen, "%s: a probe must be an object", where);
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(f, p) {
+		bool ok = false;
+
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= !strcmp(f->string, known[i]);
+		if (!ok) {
+			snprintf(err, errlen,
+				 "%s: unknown field \"%s\" (known: object, function, category, name, "
+				 "name_from, args, entry_only, queue)",
+				 where, f->string);
+			return -EINVAL;
+		}
+	}
+	object = str_field(p, "object", &bad);
+	function = str_field(p, "function", &bad);
+	category = str_field(p, "category", &bad);
+	name = str_field(p, "name", &bad);
+	name_from = str_field(p, "name_from", &bad);
+	if (bad) {
+		snprintf(err, errlen, "%s: object, function, category, name and name_from must be "
+				      "non-empty strings", where);
+		return -EINVAL;
+	}
+	if (!function || !category) {
+		snprintf(err, errlen, "%s: a probe needs \"%s\"", where,
+			 !function ? "function" : "category");
+		return -EINVAL;
+	}
+	if (category__parse(category, &cat)) {
+		snprintf(err, errlen,
+			 "%s: unknown category \"%s\" (one of decode, operator, queue, io, other)",
+			 where, category);
+		return -EINVAL;
+	}
+	entry_only = cJSON_GetObjectItemCaseSensitive(p, "entry_only");
+	if (entry_only && !cJSON_IsBool(entry_only)) {
+		snprintf(err, errlen, "%s: \"entry_only\" is true or false", where);
+		return -EINVAL;
+	}
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.name_arg = tmp.queue_arg = -1;
+	if (name_from && ((tmp.name_arg = parse_arg_ref(name_from, false, &type)) < 0 || !type ||
+			  strcmp(type, ":str"))) {
+		snprintf(err, errlen, "%s: \"name_from\" is \"argN:str\" (N from 0 to 5)", where);
+		return -EINVAL;
+	}
+	ret = 0;
+	if (cJSON_GetObjectItemCaseSensitive(p, "args"))
+		ret = parse_args(cJSON_GetObjectItemCaseSensitive(p, "args"), &tmp, where, err,
+				 errlen);
+	if (!ret && cJSON_GetObjectItemCaseSensitive(p, "queue"))
+		ret = parse_queue(cJSON_GetObjectItemCaseSensitive(p, "queue"), &tmp, where, err,
+				  errlen);
+	tmp.entry_only = cJSON_IsTrue(entry_only);
+	for (int i = 0; !ret && tmp.entry_only && i < tmp.nargs; i++) {
+		if (tmp.args[i].idx == ARG_RET) {
+			snprintf(err, errlen, "%s: an entry_only probe has no return value", where);
+			ret = -EINVAL;
+		}
+	}
+	if (ret || !specs) {
+		spec__free(&tmp);
+		return ret;
+	}
+	s = specs__push(specs);
+	*s = tmp;
+	s->cat = cat;
+	s->object = xstrdup(object ? object : "*");
+	s->function = xstrdup(function);
+	s->name = name ? xstrdup(name) : NULL;
+	s->origin = xstrdup(where);
+	s->optional = true;
+	return 0;
+}
+
+int probe_pack__parse(const char *text, const char *path, struct probe_pack *pack,
+		      struct probe_specs *specs, char *err, size_t errlen)
+{
+	const cJSON *probes, *when, *maps, *p, *m;
+	const char *end = NULL;
+	size_t first = specs ? specs->cnt : 0;
+	cJSON *root;
+	bool bad = false;
+	char where[PATH_MAX + 32];
+	int i = 0, err_code = -EINVAL;
+
+	memset(pack, 0, sizeof(*pack));
+	root = cJSON_ParseWithOpts(text, &end, true);
+	if (!root) {
+		snprintf(err, errlen, "%s:%d: not valid JSON", path, line_at(text, end ? end : text));
+		return -EINVAL;
+	}
+	if (!cJSON_IsObject(root)) {
+		snprintf(err, errlen, "%s:1: a probe pack is a JSON object", path);
+		goto out;
+	}
+	pack->path = xstrdup(path);
+	if (str_field(root, "name", &bad))
+		pack->name = xstrdup(str_field(root, "name", &bad));
+	if (str_field(root, "description", &bad))
+		pack->description = xstrdup(str_field(root, "description", &bad));
+	if (bad || !pack->name) {
+		snprintf(err, errlen, "%s:1: a pack needs a \"name\" string", path);
+		goto out;
+	}
+	when = cJSON_GetObjectItemCaseSensitive(root, "when");
+	maps = when ? cJSON_GetObjectItemCaseSensitive(when, "maps") : NULL;
+	if (when && (!cJSON_IsObject(when) || (maps && !cJSON_IsArray(maps)))) {
+		snprintf(err, errlen, "%s:1: \"when\" is {\"maps\": [\"GLOB\", ...]}", path);
+		goto out;
+	}
+	cJSON_ArrayForEach(m, maps) {
+		if (!cJSON_IsString(m)) {
+			snprintf(err, errlen, "%s:1: \"when.maps\" holds strings", path);
+			goto out;
+		}
+		pack->when_maps = xrealloc(pack->when_maps, pack->when_cnt + 1, sizeof(char *));
+		pack->when_maps[pack->when_cnt++] = xstrdup(m->valuestring);
+	}
+	probes = cJSON_GetObjectItemCaseSensitive(root, "probes");
+	if (!cJSON_IsArray(probes) || !cJSON_GetArraySize(probes)) {
+		snprintf(err, errlen, "%s:1: a pack needs a non-empty \"probes\" array", path);
+		goto out;
+	}
+	cJSON_ArrayForEach(p, probes) {
+		snprintf(where, sizeof(where), "%s:%d", path, line_of_probe(text, i++));
+		if (parse_probe(p, where, specs, err, errlen))
+			goto out;
+	}
+	err_code = 0;
+out:
+	cJSON_Delete(root);
+	if (err_code) {
+		probe_pack__free(pack);
+		while (specs && specs->cnt > first)
+			spec__free(&specs->v[--specs->cnt]);
+	}
+	return err_code;
+}
+
+int probe_pack__load(const char *path, struct probe_pack *pack, struct probe_specs *specs,
+		     char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char *text = NULL;
+	size_t len = 0, cap = 0, n;
+	int ret;
+
+	if (!f) {
+		snprintf(err, errlen, "cannot read probe pack %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	do {
+		if (cap - len < 4096) {
+			if (cap > (16u << 20)) {
+				fclose(f);
+				free(text);
+				snprintf(err, errlen, "%s: larger than 16 MiB, not a probe pack", path);
+				return -EFBIG;
+			}
+			cap = cap ? cap * 2 : 8192;
+			text = xrealloc(text, cap, 1);
+		}
+		n = fread(text + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	fclose(f);
+	text[len] = 0;
+	if (strlen(text) != len) {
+		free(text);
+		snprintf(err, errlen, "%s:1: not valid JSON (NUL byte)", path);
+		return -EINVAL;
+	}
+	ret = probe_pack__parse(text, path, pack, specs, err, errlen);
+	free(text);
+	return ret;
+}
+
+const char *probe_pack__dir(void)
+{
+	static char dir[PATH_MAX];
+	char exe[PATH_MAX], cand[PATH_MAX + 64];
+	const char *env = getenv("TRACER_PROBES");
+	static const char *const rel[] = { "../probes", "../share/tracer/probes" };
+	struct stat st;
+	ssize_t n;
+
+	if (env && *env)
+		return env;
+	if (dir[0])
+		return dir;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(cand, sizeof(cand), "%s/%s", dirname(exe), rel[i]);
+			if (!stat(cand, &st) && S_ISDIR(st.st_mode) && realpath(cand, dir))
+				return dir;
+			exe[n] = 0; /* dirname() wrote into it */
+		}
+	}
+	snprintf(dir, sizeof(dir), "/usr/local/share/tracer/probes");
+	return dir;
+}
+
+int probe_pack__find(const char *name, char *path, size_t len)
+{
+	struct stat st;
+
+	if (strchr(name, '/') || strstr(name, ".json")) {
+		snprintf(path, len, "%s", name);
+		return stat(path, &st) ? -errno : 0;
+	}
+	snprintf(path, len, "%s/%s.json", probe_pack__dir(), name);
+	return stat(path, &st) ? -ENOENT : 0;
+}
+
+static int pack_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct probe_pack *)a)->name, ((const struct probe_pack *)b)->name);
+}
+
+int probe_pack__list(struct probe_pack **packs)
+{
+	const char *dir = probe_pack__dir();
+	struct dirent *de;
+	char path[PATH_MAX], err[512];
+	int cnt = 0;
+	DIR *d = opendir(dir);
+
+	*packs = NULL;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		struct probe_pack pack;
+
+		if (l < 6 || strcmp(de->d_name + l - 5, ".json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (probe_pack__load(path, &pack, NULL, err, sizeof(err))) {
+			pr_warn("%s", err);
+			continue;
+		}
+		*packs = xrealloc(*packs, cnt + 1, sizeof(**packs));
+		(*packs)[cnt++] = pack;
+	}
+	closedir(d);
+	qsort(*packs, cnt, sizeof(**packs), pack_cmp);
+	return cnt;
+}
+
+void probe_pack__free(struct probe_pack *pack)
+{
+	for (size_t i = 0; i < pack->when_cnt; i++)
+		free(pack->when_maps[i]);
+	free(pack->when_maps);
+	free(pack->name);
+	free(pack->description);
+	free(pack->path);
+	memset(pack, 0, sizeof(*pack));
+}
+
+void probe_specs__free(struct probe_specs *specs)
+{
+	for (size_t i = 0; i < specs->cnt; i++)
+		spec__free(&specs->v[i]);
+	free(specs->v);
+	specs->v = NULL;
+	specs->cnt = 0;
+}

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+#include "probe/resolve.h"
+#include "elf/demangle.h"
+#include "elf/elf_syms.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Symbols are read once per (dev, inode), however many targets map the object. */
+struct sym_cache {
+	struct {
+		dev_t dev;
+		ino_t ino;
+		struct elf_syms *syms; /* NULL if unreadable */
+	} *v;
+	size_t cnt;
+};
+
+static struct elf_syms *sym_cache__get(struct sym_cache *c, const struct mapped_object *o)
+{
+	struct elf_syms *syms = NULL;
+	int ret;
+
+	for (size_t i = 0; i < c->cnt; i++)
+		if (c->v[i].dev == o->dev && c->v[i].ino == o->ino)
+			return c->v[i].syms;
+	ret = elf_syms__open(o->open_path, &syms);
+	if (ret)
+		pr_debug("cannot read symbols of %s: %s", o->path, strerror(-ret));
+	c->v = xrealloc(c->v, c->cnt + 1, sizeof(*c->v));
+	c->v[c->cnt].dev = o->dev;
+	c->v[c->cnt].ino = o->ino;
+	c->v[c->cnt].syms = syms;
+	c->cnt++;
+	return syms;
+}
+
+static void sym_cache__free(struct sym_cache *c)
+{
+	for (size_t i = 0; i < c->cnt; i++)
+		elf_syms__free(c->v[i].syms);
+	free(c->v);
+}
+
+/* The BPF side of a spec: argument indexes in capture order, the queue's slot among them. */
+static void probe__set_cfg(struct probe *p, const struct probe_spec *spec, bool entry_only)
+{
+	struct probe_cfg *c = &p->cfg;
+
+	memset(c, 0, sizeof(*c));
+	p->queue_slot = -1;
+	if (entry_only)
+		c->flags |= PROBE_ENTRY_ONLY;
+	if (spec->name_arg >= 0) {
+		c->flags |= PROBE_NAME_FROM;
+		c->name_arg = spec->name_arg;
+	}
+	for (int i = 0; i < spec->nargs; i++) {
+		if (spec->args[i].idx == ARG_RET) {
+			c->flags |= PROBE_RET;
+			continue;
+		}
+		if (spec->args[i].idx == spec->queue_arg)
+			p->queue_slot = c->nargs;
+		c->arg_idx[c->nargs++] = spec->args[i].idx;
+	}
+	if (spec->queue_role && p->queue_slot < 0 && c->nargs < MAX_ARGS) {
+		p->queue_slot = c->nargs;
+		c->arg_idx[c->nargs++] = spec->queue_arg;
+	}
+	if (c->nargs)
+		c->flags |= PROBE_ARGS;
+}
+
+static int probe_table__add(struct probe_table *t, const struct probe_spec *spec,
+			    const struct mapped_object *o, const struct elf_sym *sym,
+			    bool entry_only)
+{
+	struct probe *p;
+
+	for (size_t i = 0; i < t->cnt; i++)
+		if (t->v[i].dev == o->dev && t->v[i].ino == o->ino && t->v[i].offset == sym->offset)
+			return i; /* an alias, or a second spec for the same function: first wins */
+	t->v = xrealloc(t->v, t->cnt + 1, sizeof(*t->v));
+	p = &t->v[t->cnt];
+	p->cat = spec->cat;
+	p->function = xstrdup(sym->name);
+	/* C++: the demangled name without its parameters, "onnx::Conv::Compute" */
+	p->name = xstrdup(spec->name		     ? spec->name
+			  : demangle__get(sym->name) ? demangle__get(sym->name)->base
+						     : sym->name);
+	p->object = xstrdup(o->base);
+	p->dev = o->dev;
+	p->ino = o->ino;
+	p->offset = sym->offset;
+	p->spec = spec;
+	probe__set_cfg(p, spec, entry_only);
+	return t->cnt++;
+}
+
+static void site__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
+		      uint64_t offset, uint64_t cookie, bool entry_only)
+{
+	struct attach_site *s = NULL;
+
+	for (size_t i = 0; i < sites->cnt && !s; i++)
+		if (sites->v[i].pid == pid && sites->v[i].dev == o->dev &&
+		    sites->v[i].ino == o->ino && sites->v[i].entry_only == entry_only)
+			s = &sites->v[i];
+	if (!s) {
+		sites->v = xrealloc(sites->v, sites->cnt + 1, sizeof(*sites->v));
+		s = &sites->v[sites->cnt++];
+		memset(s, 0, sizeof(*s));
+		s->pid = pid;
+		s->dev = o->dev;
+		s->ino = o->ino;
+		s->path = o->open_path;
+		s->object = o->base;
+		s->entry_only = entry_only;
+	}
+	for (size_t i = 0; i < s->cnt; i++)
+		if (s->offsets[i] == offset)
+			return;
+	s->offsets = xrealloc(s->offsets, s->cnt + 1, sizeof(uint64_t));
+	s->cookies = xrealloc(s->cookies, s->cnt + 1, sizeof(uint64_t));
+	s->offsets[s->cnt] = offset;
+	s->cookies[s->cnt] = cookie;
+	s->cnt++;
+}
+
+static void no_match_error(const struct probe_spec *spec, struct target *targets,
+			   size_t ntargets, struct sym_cache *cache, bool object_matched,
+			   char *err, size_t errlen)
+{
+	struct near_names nr;
+	size_t n;
+
+	near_names__init(&nr, object_matched ? spec->function : spec->object);
+	for (size_t t = 0; t < ntargets; t++) {
+		for (size_t i = 0; i < targets[t].nobjs; i++) {
+			const struct mapped_object *o = &targets[t].objs[i];
+			struct elf_syms *syms;
+
+			if (!object_matched) {
+				near_names__offer(&nr, o->base);
+				continue;
+			}
+			if (fnmatch(spec->object, o->base, 0))
+				continue;
+			syms = sym_cache__get(cache, o);
+			for (size_t k = 0; syms && k < syms->cnt; k++) {
+				const struct demangled *d = demangle__get(syms->syms[k].name);
+
+				near_names__offer(&nr, d ? d->base : syms->syms[k].name);
+			}
+		}
+	}
+	n = snprintf(err, errlen, "%s: no %s matches '%s'", spec->origin,
+		     object_matched ? "function" : "mapped object",
+		     object_matched ? spec->function : spec->object);
+	if (n < errlen)
+		n += near_names__format(&nr, err + n, errlen - n);
+	if (!nr.name[0] && n < errlen)
+		snprintf(err + n, errlen - n, "; list candidates with: tracer list -p %d",
+			 targets[0].pid);
+	near_names__free(&nr);
+}
+
+int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
+		    unsigned int flags, struct probe_table *table, struct attach_sites *sites,
+		    char *err, size_t errlen)
+{
+	struct sym_cache cache = { 0 };
+	int ret = 0, warned_go = 0;
+
+	for (size_t s = 0; s < specs->cnt && !ret; s++) {
+		const struct probe_spec *spec = &specs->v[s];
+		bool object_matched = false, matched = false;
+
+		for (size_t t = 0; t < ntargets; t++) {
+			for (size_t i = 0; i < targets[t].nobjs; i++) {
+				const struct mapped_object *o = &targets[t].objs[i];
+				struct elf_syms *syms;
+
+				if (fnmatch(spec->object, o->base, 0))
+					continue;
+				object_matched = true;
+				syms = sym_cache__get(&cache, o);
+				for (size_t k = 0; syms && k < syms->cnt; k++) {
+					const struct elf_sym *sym = &syms->syms[k];
+					bool eo;
+					int id;
+
+					/* An IFUNC's address is its resolver's, which runs once at
+					 * load: probing it would show nothing of the calls. */
+					if (sym->ifunc || !demangle__match(spec->function, sym->name))
+						continue;
+					if (syms->is_go && !warned_go++)
+						pr_warn("%s is a Go program: its probes are entry-only "
+							"(return probes crash Go's moving stacks); calls "
+							"show as instants", o->base);
+					eo = (flags & RESOLVE_ENTRY_ONLY) || spec->entry_only ||
+					     syms->is_go;
+					id = probe_table__add(table, spec, o, sym, eo);
+					eo = table->v[id].cfg.flags & PROBE_ENTRY_ONLY;
+					site__add(sites, flags & RESOLVE_SHARED ? 0 : targets[t].pid, o,
+						  sym->offset, id, eo);
+					matched = true;
+				}
+			}
+		}
+		/* A pack covers several libraries; a process may map only some of them. */
+		if (!matched && (spec->optional || (flags & RESOLVE_LENIENT))) {
+			pr_debug("%s: nothing matches '%s:%s' here; skipped", spec->origin,
+				 spec->object, spec->function);
+			continue;
+		}
+		if (!matched) {
+			no_match_error(spec, targets, ntargets, &cache, object_matched, err, errlen);
+			ret = -ENOENT;
+		}
+	}
+	sym_cache__free(&cache);
+	return ret;
+}
+
+void probe_table__free(struct probe_table *table)
+{
+	for (size_t i = 0; i < table->cnt; i++) {
+		free(table->v[i].name);
+		free(table->v[i].function);
+		free(table->v[i].object);
+	}
+	free(table->v);
+	table->v = NULL;
+	table->cnt = 0;
+}
+
+void attach_sites__free(struct attach_sites *sites)
+{
+	for (size_t i = 0; i < sites->cnt; i++) {
+		free(sites->v[i].offsets);
+		free(sites->v[i].cookies);
+	}
+	free(sites->v);
+	sites->v = NULL;
+	sites->cnt = 0;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* Resolve: probe specs x the targets' mapped ELF objects -> the probe table (one entry per
+ * probed function, indexed by the BPF cookie) and the sites to attach per process and object. */
+#ifndef TRACER_RESOLVE_H
+#define TRACER_RESOLVE_H
+
+#include "events.h"
+#include "probe/probe_spec.h"
+#include "record/target.h"
+
+#include <stdint.h>
+
+struct probe {
+	enum category cat;
+	char *name;	/* span name */
+	char *function; /* symbol name */
+	char *object;	/* basename of the object */
+	dev_t dev;
+	ino_t ino;
+	uint64_t offset; /* file offset of the function */
+	const struct probe_spec *spec;
+	struct probe_cfg cfg; /* what the BPF programs capture: spec's arguments, in order */
+	int queue_slot;	      /* index in the captured arguments of the queue's identity */
+};
+
+struct probe_table {
+	struct probe *v;
+	size_t cnt;
+};
+
+/* Everything to attach in one process's mapping of one object: one uprobe_multi link each for
+ * entries and returns. */
+struct attach_site {
+	int pid; /* 0: every process mapping the object (filtered by tgid in BPF) */
+	dev_t dev;
+	ino_t ino;
+	const char *path; /* the object's open_path in that target */
+	const char *object;
+	uint64_t *offsets;
+	uint64_t *cookies; /* probe ids */
+	size_t cnt;
+	bool entry_only; /* no return probes for these */
+};
+
+struct attach_sites {
+	struct attach_site *v;
+	size_t cnt;
+};
+
+/* Every spec must match at least one function in some target; otherwise err says which spec
+ * matched nothing and suggests near names. 0 or -ENOENT / -errno. */
+enum resolve_flags {
+	RESOLVE_ENTRY_ONLY = 1, /* no return probes at all (--entry-only) */
+	RESOLVE_LENIENT = 2,	/* a spec that matches nothing here is fine (objects found later) */
+	RESOLVE_SHARED = 4,	/* sites for every process mapping the object (pid 0) */
+};
+
+/* Appends to table and sites. Objects built by Go never get return probes (moving stacks
+ * crash with them). */
+int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
+		    unsigned int flags, struct probe_table *table, struct attach_sites *sites,
+		    char *err, size_t errlen);
+
+void probe_table__free(struct probe_table *table);
+void attach_sites__free(struct attach_sites *sites);
+
+#endif

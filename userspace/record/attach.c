@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+#include "record/attach.h"
+#include "elf/elf_syms.h"
+#include "util/util.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <pthread.h>
+#include <linux/bpf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* libbpf 1.1 and its headers predate uprobe_multi (kernel 6.6): the attach type and the
+ * BPF_LINK_CREATE layout are spelled out here. */
+#define TRACE_UPROBE_MULTI 48
+#define UPROBE_MULTI_RETURN 1
+
+struct link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 multi_flags;
+	__u32 pid;
+	__u32 _pad;
+};
+
+int attach__uprobe_multi(int prog_fd, const char *path, const uint64_t *offsets,
+			 const uint64_t *cookies, size_t cnt, int pid, bool ret)
+{
+	union bpf_attr attr;
+	struct link_create_uprobe_multi *lc = (void *)&attr;
+
+	_Static_assert(sizeof(*lc) <= sizeof(attr), "bpf_attr too small");
+	memset(&attr, 0, sizeof(attr));
+	lc->prog_fd = prog_fd;
+	lc->attach_type = TRACE_UPROBE_MULTI;
+	lc->path = (uintptr_t)path;
+	lc->offsets = (uintptr_t)offsets;
+	lc->cookies = (uintptr_t)cookies;
+	lc->cnt = cnt;
+	lc->multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
+	lc->pid = pid;
+	return syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+}
+
+/* A function of our own to probe once, in our own process, to see if uprobe_multi works. */
+__attribute__((noinline)) int attach__probe_site(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 1;
+}
+
+bool attach__multi_supported(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = TRACE_UPROBE_MULTI);
+	const struct elf_sym *sym;
+	struct elf_syms *syms = NULL;
+	int prog_fd, link_fd = -1;
+	uint64_t cookie = 0;
+
+	/* Lets the tests run the per-function fallback on kernels that have uprobe_multi. */
+	if (getenv("TRACER_NO_UPROBE_MULTI"))
+		return false;
+	if (elf_syms__open("/proc/self/exe", &syms))
+		return false;
+	sym = elf_syms__find(syms, "attach__probe_site");
+	prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "probe_multi", "GPL", insns, 2, &opts);
+	if (sym && prog_fd >= 0)
+		link_fd = attach__uprobe_multi(prog_fd, "/proc/self/exe", &sym->offset, &cookie, 1,
+					    getpid(), false);
+	pr_debug("uprobe_multi links: %s", link_fd >= 0 ? "yes" : strerror(errno));
+	if (link_fd >= 0)
+		close(link_fd);
+	if (prog_fd >= 0)
+		close(prog_fd);
+	elf_syms__free(syms);
+	return link_fd >= 0;
+}
+
+static int attach_multi(struct attachment *a, const struct attach_sites *sites, int prog_fd,
+			bool ret, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sites->cnt; i++) {
+		const struct attach_site *s = &sites->v[i];
+		int fd;
+
+		if (ret && s->entry_only)
+			continue;
+		fd = attach__uprobe_multi(prog_fd, s->path, s->offsets, s->cookies, s->cnt, s->pid, ret);
+		if (fd < 0) {
+			int e = -errno;
+
+			snprintf(err, errlen, "cannot attach %zu probes to %s in pid %d: %s", s->cnt,
+				 s->object, s->pid, strerror(-e));
+			return e;
+		}
+		a->link_fds = xrealloc(a->link_fds, a->nfds + 1, sizeof(int));
+		a->link_is_return = xrealloc(a->link_is_return, a->nfds + 1, sizeof(bool));
+		a->link_fds[a->nfds] = fd;
+		a->link_is_return[a->nfds++] = ret;
+	}
+	return 0;
+}
+
+static int attach_each(struct attachment *a, const struct attach_sites *sites,
+		       struct bpf_program *prog, bool ret, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sites->cnt; i++) {
+		const struct attach_site *s = &sites->v[i];
+
+		for (size_t k = 0; k < s->cnt && !(ret && s->entry_only); k++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret,
+				    .bpf_cookie = s->cookies[k]);
+			struct bpf_link *l;
+
+			l = bpf_program__attach_uprobe_opts(prog, s->pid ? s->pid : -1, s->path,
+							    s->offsets[k], &opts);
+			if (!l) {
+				int e = -errno;
+
+				snprintf(err, errlen, "cannot attach to %s+%#llx in pid %d: %s",
+					 s->object, (unsigned long long)s->offsets[k], s->pid,
+					 strerror(-e));
+				return e;
+			}
+			a->links = xrealloc(a->links, a->nlinks + 1, sizeof(*a->links));
+			a->links[a->nlinks++] = l;
+		}
+	}
+	return 0;
+}
+
+int attach__sites(struct attachment *a, const struct attach_sites *sites,
+		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen)
+{
+	int ret;
+
+	for (size_t i = 0; i < sites->cnt; i++)
+		a->nprobes += sites->v[i].cnt;
+	if (a->multi) {
+		ret = attach_multi(a, sites, bpf_program__fd(exit), true, err, errlen);
+		if (!ret)
+			ret = attach_multi(a, sites, bpf_program__fd(enter), false, err, errlen);
+	} else {
+		ret = attach_each(a, sites, exit, true, err, errlen);
+		if (!ret)
+			ret = attach_each(a, sites, enter, false, err, errlen);
+	}
+	return ret;
+}
+
+static void *close_fd(void *arg)
+{
+	close((int)(intptr_t)arg);
+	return NULL;
+}
+
+/* Closes the links of one kind at once, one thread each; in order if threads fail. */
+static void close_links(struct attachment *a, bool ret)
+{
+	pthread_t *threads = xcalloc(a->nfds, sizeof(pthread_t));
+	bool *started = xcalloc(a->nfds, sizeof(bool));
+
+	for (size_t i = 0; i < a->nfds; i++) {
+		if (a->link_is_return[i] != ret)
+			continue;
+		started[i] = !pthread_create(&threads[i], NULL, close_fd,
+					     (void *)(intptr_t)a->link_fds[i]);
+		if (!started[i])
+			close(a->link_fds[i]);
+	}
+	for (size_t i = 0; i < a->nfds; i++)
+		if (started[i])
+			pthread_join(threads[i], NULL);
+	free(threads);
+	free(started);
+}
+
+void attach__detach(struct attachment *a)
+{
+	close_links(a, false);
+	close_links(a, true);
+	for (size_t i = a->nlinks; i-- > 0;)
+		bpf_link__destroy(a->links[i]);
+	free(a->link_fds);
+	free(a->link_is_return);
+	free(a->links);
+	a->link_fds = NULL;
+	a->link_is_return = NULL;
+	a->links = NULL;
+	a->nfds = a->nlinks = 0;
+}

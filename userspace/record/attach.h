@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* Attaching the span programs to the resolved sites: one uprobe_multi link per site and
+ * direction where the kernel has them (fast to attach and to detach), else one perf-event
+ * uprobe per function. */
+#ifndef TRACER_ATTACH_H
+#define TRACER_ATTACH_H
+
+#include "probe/resolve.h"
+
+#include <stdbool.h>
+
+struct bpf_program;
+struct bpf_link;
+
+struct attachment {
+	bool multi;
+	int *link_fds; /* uprobe_multi links */
+	bool *link_is_return;
+	size_t nfds;
+	struct bpf_link **links; /* the per-probe fallback */
+	size_t nlinks;
+	size_t nprobes; /* functions attached, counted once per process */
+};
+
+/* One uprobe_multi link (raw BPF_LINK_CREATE: libbpf 1.1 has no API for it) for cnt offsets
+ * in path; cookies may be NULL; pid 0 for every process. The link fd, or -1 with errno set. */
+int attach__uprobe_multi(int prog_fd, const char *path, const uint64_t *offsets,
+			 const uint64_t *cookies, size_t cnt, int pid, bool ret);
+
+/* Whether this kernel creates uprobe_multi links. Decide before loading: the programs must be
+ * loaded with the matching expected attach type. */
+bool attach__multi_supported(void);
+
+/* Attaches returns first, then entries, so that every recorded entry has its return. Adds to
+ * what is attached already; on an error, what was attached stays (attach__detach ends it). */
+int attach__sites(struct attachment *a, const struct attach_sites *sites,
+		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen);
+
+/* Entries first, then returns (the reverse of attaching). Each uprobe_multi link takes tens of
+ * milliseconds to close (RCU grace periods), so the links of each kind close in parallel. */
+void attach__detach(struct attachment *a);
+
+#endif

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* Turns ring-buffer records into trace events, per-thread state and summary statistics. */
+#ifndef TRACER_CONSUMER_H
+#define TRACER_CONSUMER_H
+
+#include "probe/resolve.h"
+#include "analyze/summary.h"
+#include "record/threads.h"
+#include "trace/trace_writer.h"
+
+#include <stddef.h>
+
+/* Depth of one queue (push and pop probes with its identity), from the start of recording. */
+struct queue_depth {
+	int pid;
+	uint64_t id;
+	int64_t depth;
+};
+
+#define MAX_QUEUES 1024
+
+struct consumer {
+	struct trace_writer *writer;
+	const struct probe_table *probes;
+	struct threads threads;
+	struct summary summary;
+	int *pids; /* the traced processes, sorted */
+	size_t npids;
+	/* Called for a new process of a traced one (--follow), a traced process that execs or
+	 * reached its entry point, and a process seen for the first time (-a). */
+	void (*on_process)(void *ctx, const struct task_rec *r);
+	void *ctx;
+	bool flows;	 /* draw wake-up arrows between spans */
+	bool no_args;	 /* the BPF side captured nothing: ignore capture fields */
+	uint64_t max_bytes; /* --max-size: stop taking records once the file is this big */
+	uint64_t records;
+	unsigned int budget; /* records left before the loop gets a turn (ring_buffer__consume) */
+	uint64_t next_flow_id;
+	struct queue_depth queues[MAX_QUEUES];
+	size_t nqueues;
+};
+
+void consumer__init(struct consumer *c, struct trace_writer *w, const struct probe_table *probes,
+		    bool flows, bool no_args);
+/* A process whose events are traced from now on; names it in the trace. */
+void consumer__add_pid(struct consumer *c, int pid, const char *comm);
+/* SIGUSR1: thread states are unknown while paused; marks the trace. */
+void consumer__pause(struct consumer *c, bool paused, uint64_t ts);
+/* The ring_buffer__new() callback. Every CONSUME_BUDGET records it returns -EAGAIN, so that
+ * ring_buffer__consume() returns to the event loop even when producers never let the ring
+ * run empty (signals and -d must work under any load). */
+#define CONSUME_BUDGET 65536
+int consumer__handle(void *ctx, void *data, size_t size);
+/* Makes a thread known with its current name and state from /proc (before recording starts). */
+void consumer__add_thread(struct consumer *c, int pid, int tid, uint64_t ts);
+void consumer__free(struct consumer *c);
+
+#endif

@@ -1,0 +1,645 @@
+// SPDX-License-Identifier: MIT
+#include "record/overhead.h"
+#include "record/attach.h"
+#include "util/util.h"
+
+#include <bpf/bpf.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define TRACE_UPROBE_MULTI 48 /* libbpf 1.1's headers predate uprobe_multi (see attach.c) */
+#define SAMPLE_EVERY_NS 20000000ULL /* a target that exits keeps what was read last */
+/* The BPF statistics cost each program run two clock reads (about 15% of an empty uprobe's
+ * cost here): they are on for a window of every period, and the mean run time they measure is
+ * multiplied by the runs counted otherwise. */
+#define STATS_WINDOW_NS 50000000ULL
+#define STATS_PERIOD_NS 1000000000ULL
+
+/* The sites calibration probes, one per class, written in assembly so that their first
+ * instruction is known whatever the compiler does. Each returns its argument plus one. */
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl overhead_site_push\n"
+	".hidden overhead_site_push\n"
+	".type overhead_site_push,@function\n"
+	"overhead_site_push:\n"
+	"	push %rbp\n"
+	"	mov %rsp,%rbp\n"
+	"	lea 1(%rdi),%eax\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size overhead_site_push,.-overhead_site_push\n"
+	".p2align 4\n"
+	".globl overhead_site_nop5\n"
+	".hidden overhead_site_nop5\n"
+	".type overhead_site_nop5,@function\n"
+	"overhead_site_nop5:\n"
+	"	.byte 0x0f,0x1f,0x44,0x00,0x00\n" /* nopl 0(%rax,%rax,1) */
+	"	lea 1(%rdi),%eax\n"
+	"	ret\n"
+	".size overhead_site_nop5,.-overhead_site_nop5\n"
+	".p2align 4\n"
+	".globl overhead_site_step\n"
+	".hidden overhead_site_step\n"
+	".type overhead_site_step,@function\n"
+	"overhead_site_step:\n"
+	"	sub $8,%rsp\n"
+	"	lea 1(%rdi),%eax\n"
+	"	add $8,%rsp\n"
+	"	ret\n"
+	".size overhead_site_step,.-overhead_site_step\n"
+	".p2align 4\n"
+	".globl overhead_site_ret\n"
+	".hidden overhead_site_ret\n"
+	".type overhead_site_ret,@function\n"
+	"overhead_site_ret:\n"
+	"	push %rbp\n"
+	"	mov %rsp,%rbp\n"
+	"	lea 1(%rdi),%eax\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size overhead_site_ret,.-overhead_site_ret\n");
+
+int overhead_site_push(int x);
+int overhead_site_nop5(int x);
+int overhead_site_step(int x);
+int overhead_site_ret(int x);
+
+typedef int (*site_fn)(int);
+
+/* Calls per round, by class: enough to average over, few enough to stay near 20 ms in all. */
+static const int site_calls[INSN_CLASS_MAX] = { 1000, 1000, 300 };
+
+
+int overhead__prog_stats(int prog_fd, uint64_t *runs, uint64_t *ns)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	*runs = info.run_cnt;
+	*ns = info.run_time_ns;
+	return 0;
+}
+
+int empty_probes__open(struct empty_probes *e, bool multi)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = multi ? TRACE_UPROBE_MULTI : 0);
+	static const char *const names[2] = { "empty_enter", "empty_exit" };
+
+	memset(e, 0, sizeof(*e));
+	e->multi = multi;
+	e->prog_fd[0] = e->prog_fd[1] = -1;
+	for (int i = 0; i < 2; i++) {
+		e->prog_fd[i] = bpf_prog_load(BPF_PROG_TYPE_KPROBE, names[i], "GPL", insns, 2, &opts);
+		if (e->prog_fd[i] < 0) {
+			int err = -errno;
+
+			empty_probes__close(e);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void add_fd(struct empty_probes *e, int fd)
+{
+	e->fds = xrealloc(e->fds, e->nfds + 1, sizeof(int));
+	e->fds[e->nfds++] = fd;
+}
+
+/* The uprobe PMU's type and the config bit that makes a return probe, from sysfs. */
+static int uprobe_pmu(int *type, int *ret_bit)
+{
+	char buf[64];
+	int fd, n;
+
+	fd = open("/sys/bus/event_source/devices/uprobe/type", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EINVAL;
+	buf[n] = 0;
+	*type = atoi(buf);
+	*ret_bit = 0;
+	fd = open("/sys/bus/event_source/devices/uprobe/format/retprobe", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 7 && !strncmp(buf, "config:", 7)) {
+			buf[n] = 0;
+			*ret_bit = atoi(buf + 7);
+		}
+	}
+	return 0;
+}
+
+static int attach_perf(struct empty_probes *e, const char *path, uint64_t offset, int pid,
+		       bool ret)
+{
+	struct perf_event_attr attr;
+	int type = 0, ret_bit = 0, pfd, lfd, err;
+
+	err = uprobe_pmu(&type, &ret_bit);
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = type;
+	attr.config = ret ? 1ULL << ret_bit : 0;
+	attr.config1 = (uintptr_t)path;
+	attr.config2 = offset;
+	pfd = syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	lfd = bpf_link_create(e->prog_fd[ret], pfd, BPF_PERF_EVENT, NULL);
+	if (lfd < 0) {
+		err = -errno;
+		close(pfd);
+		return err;
+	}
+	add_fd(e, lfd);
+	add_fd(e, pfd);
+	return 0;
+}
+
+int empty_probes__attach(struct empty_probes *e, const char *path, const uint64_t *offsets,
+			 size_t cnt, int pid, bool ret)
+{
+	int fd, err;
+
+	if (!e->multi) {
+		for (size_t i = 0; i < cnt; i++) {
+			err = attach_perf(e, path, offsets[i], pid, ret);
+			if (err)
+				return err;
+		}
+		return 0;
+	}
+	fd = attach__uprobe_multi(e->prog_fd[ret], path, offsets, NULL, cnt, pid, ret);
+	if (fd < 0)
+		return -errno;
+	add_fd(e, fd);
+	return 0;
+}
+
+void empty_probes__detach(struct empty_probes *e)
+{
+	for (size_t i = e->nfds; i-- > 0;)
+		close(e->fds[i]);
+	free(e->fds);
+	e->fds = NULL;
+	e->nfds = 0;
+}
+
+void empty_probes__close(struct empty_probes *e)
+{
+	empty_probes__detach(e);
+	for (int i = 0; i < 2; i++)
+		if (e->prog_fd[i] >= 0)
+			close(e->prog_fd[i]);
+	e->prog_fd[0] = e->prog_fd[1] = -1;
+}
+
+/* File offset of one of our own functions, from the mapping that holds it: needs no symbols,
+ * so it works on a stripped tracer too. */
+static int self_offset(const void *fn, uint64_t *offset)
+{
+	uintptr_t addr = (uintptr_t)fn;
+	unsigned long long start, end, pgoff;
+	char line[512];
+	int ret = -ENOENT;
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx %*s %llx", &start, &end, &pgoff) != 3)
+			continue;
+		if (addr >= start && addr < end) {
+			*offset = addr - start + pgoff;
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static double per_call_ns(site_fn f, int n)
+{
+	uint64_t t = now_ns();
+	int x = 0;
+
+	for (int i = 0; i < n; i++)
+		x = f(x);
+	__asm__ volatile("" : : "r"(x));
+	return (double)(now_ns() - t) / n;
+}
+
+/* The least of a few rounds: the machine is shared, and noise only ever adds time. */
+static double best_ns(site_fn f, int n)
+{
+	double best = 1e18;
+
+	for (int r = 0; r < 3; r++) {
+		double v = per_call_ns(f, n);
+
+		if (v < best)
+			best = v;
+	}
+	return best;
+}
+
+static double prog_avg_ns(int prog_fd)
+{
+	uint64_t runs = 0, ns = 0;
+
+	if (overhead__prog_stats(prog_fd, &runs, &ns) || !runs)
+		return 0;
+	return (double)ns / runs;
+}
+
+static void *close_probes(void *arg)
+{
+	empty_probes__close(arg);
+	free(arg);
+	return NULL;
+}
+
+/* Closing a link waits for the kernel's grace periods, tens to hundreds of milliseconds on a
+ * busy machine: a thread of its own does it, so that neither starting nor the event loop (which
+ * must keep draining the ring buffer) waits. It touches nothing else. */
+static void close_probes_later(struct empty_probes *e)
+{
+	struct empty_probes *copy = xcalloc(1, sizeof(*copy));
+	pthread_attr_t attr;
+	pthread_t th;
+
+	*copy = *e;
+	e->fds = NULL;
+	e->nfds = 0;
+	e->prog_fd[0] = e->prog_fd[1] = -1;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, close_probes, copy))
+		close_probes(copy);
+	pthread_attr_destroy(&attr);
+}
+
+/* Entry probes on a site of each class, a return probe on a fourth (push-first) site: the
+ * difference between that site and the push site is what a return probe adds. */
+static int calibrate(struct overhead_cal *cal, bool multi)
+{
+	struct empty_probes probes, *e = &probes;
+	static site_fn const volatile sites[INSN_CLASS_MAX] = {
+		[INSN_EMULATED] = overhead_site_push,
+		[INSN_OPTIMIZED] = overhead_site_nop5,
+		[INSN_STEPPED] = overhead_site_step,
+	};
+	static site_fn const volatile ret_site = overhead_site_ret;
+	double base[INSN_CLASS_MAX], hit[INSN_CLASS_MAX], ret_base, both;
+	uint64_t offsets[INSN_CLASS_MAX], ret_offset, t0 = now_ns();
+	int err;
+
+	for (int c = 0; c < INSN_CLASS_MAX; c++) {
+		err = self_offset((const void *)sites[c], &offsets[c]);
+		if (err)
+			return err;
+		base[c] = best_ns(sites[c], site_calls[c]);
+	}
+	err = self_offset((const void *)ret_site, &ret_offset);
+	if (err)
+		return err;
+	ret_base = best_ns(ret_site, site_calls[INSN_EMULATED]);
+	err = empty_probes__open(e, multi);
+	if (!err)
+		err = empty_probes__attach(e, "/proc/self/exe", offsets, INSN_CLASS_MAX, getpid(),
+					   false);
+	if (!err)
+		err = empty_probes__attach(e, "/proc/self/exe", &ret_offset, 1, getpid(), true);
+	if (err) {
+		empty_probes__close(e);
+		return err;
+	}
+	for (int c = 0; c < INSN_CLASS_MAX; c++) {
+		sites[c](0); /* the first hit is where the kernel optimizes a nop5 site */
+		hit[c] = best_ns(sites[c], site_calls[c]) - base[c];
+	}
+	both = best_ns(ret_site, site_calls[INSN_EMULATED]) - ret_base;
+	for (int c = 0; c < INSN_CLASS_MAX; c++) {
+		cal->entry_ns[c] = hit[c] - prog_avg_ns(e->prog_fd[0]);
+		if (cal->entry_ns[c] < 0)
+			cal->entry_ns[c] = 0;
+	}
+	/* the return site's entry trap runs no program; its return runs the return program */
+	cal->return_ns = both - prog_avg_ns(e->prog_fd[1]) - cal->entry_ns[INSN_EMULATED];
+	if (cal->return_ns < 0)
+		cal->return_ns = 0;
+	cal->ok = true;
+	close_probes_later(e);
+	cal->took_ns = now_ns() - t0;
+	return 0;
+}
+
+static int read_cpu_ns(int pid, uint64_t *ns)
+{
+	static long tick;
+	unsigned long long ut, st;
+	char path[64], buf[1024], *p;
+	int fd, n;
+
+	if (!tick)
+		tick = sysconf(_SC_CLK_TCK);
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	/* the fields after comm: state is field 3, utime 14, stime 15 */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			 &st) != 2)
+		return -EIO;
+	*ns = (ut + st) * (1000000000ULL / tick);
+	return 0;
+}
+
+int overhead__start(struct overhead *o, const int *pids, size_t npids, bool multi)
+{
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	o->started = true;
+	o->multi = multi;
+	o->start = now_ns();
+	o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (o->stats_fd < 0) {
+		err = -errno;
+		o->stats_fd = -1;
+		return err;
+	}
+	o->stats_since = o->start;
+	err = calibrate(&o->cal, multi);
+	if (err)
+		pr_debug("trap cost calibration failed: %s", strerror(-err));
+	else
+		pr_debug("trap cost per hit: emulated %.0f ns, optimized %.0f ns, single-stepped "
+			 "%.0f ns, return %.0f ns (calibrated in %.1f ms)",
+			 o->cal.entry_ns[INSN_EMULATED], o->cal.entry_ns[INSN_OPTIMIZED],
+			 o->cal.entry_ns[INSN_STEPPED], o->cal.return_ns, o->cal.took_ns / 1e6);
+	o->npids = npids;
+	o->pids = xcalloc(npids, sizeof(int));
+	o->cpu_start = xcalloc(npids, sizeof(uint64_t));
+	o->cpu_last = xcalloc(npids, sizeof(uint64_t));
+	for (size_t i = 0; i < npids; i++) {
+		o->pids[i] = pids[i];
+		read_cpu_ns(pids[i], &o->cpu_start[i]);
+		o->cpu_last[i] = o->cpu_start[i];
+	}
+	o->last_sample = now_ns();
+	o->stats_since = o->last_sample; /* the first window starts after calibrating */
+	return 0;
+}
+
+enum insn_class overhead__site_class(const char *path, uint64_t offset)
+{
+	uint8_t code[16];
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return INSN_STEPPED;
+	n = pread(fd, code, sizeof(code), offset);
+	close(fd);
+	return n > 0 ? insn__classify(code, n) : INSN_STEPPED;
+}
+
+void overhead__set_class(struct overhead *o, uint32_t probe_id, enum insn_class c)
+{
+	if (probe_id >= o->nprobes) {
+		size_t n = probe_id + 64;
+
+		o->probe_class = xrealloc(o->probe_class, n, sizeof(*o->probe_class));
+		for (size_t i = o->nprobes; i < n; i++)
+			o->probe_class[i] = INSN_STEPPED; /* unread: assume the expensive kind */
+		o->nprobes = n;
+	}
+	o->probe_class[probe_id] = c;
+}
+
+void overhead__classify(struct overhead *o, const struct attach_sites *sites)
+{
+	for (size_t i = 0; i < sites->cnt; i++)
+		for (size_t k = 0; k < sites->v[i].cnt; k++)
+			overhead__set_class(o, sites->v[i].cookies[k],
+					    overhead__site_class(sites->v[i].path,
+								 sites->v[i].offsets[k]));
+}
+
+enum insn_class overhead__probe_class(const struct overhead *o, uint32_t probe_id)
+{
+	return probe_id < o->nprobes ? o->probe_class[probe_id] : INSN_STEPPED;
+}
+
+static void sample(struct overhead *o)
+{
+	for (size_t i = 0; i < o->npids; i++) {
+		uint64_t ns;
+
+		if (!read_cpu_ns(o->pids[i], &ns) && ns >= o->cpu_last[i])
+			o->cpu_last[i] = ns;
+	}
+	o->last_sample = now_ns();
+}
+
+static void stats_off(struct overhead *o, uint64_t now)
+{
+	close(o->stats_fd);
+	o->stats_fd = -1;
+	o->stats_on_ns += now - o->stats_since;
+}
+
+void overhead__sample(struct overhead *o)
+{
+	uint64_t now = now_ns();
+
+	if (!o->started || o->done)
+		return;
+	if (now - o->last_sample >= SAMPLE_EVERY_NS)
+		sample(o);
+	if (o->stats_fd >= 0 && now - o->stats_since >= STATS_WINDOW_NS) {
+		stats_off(o, now);
+	} else if (o->stats_fd < 0 && now - o->stats_since >= STATS_PERIOD_NS) {
+		o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		o->stats_since = now;
+	}
+}
+
+/* Mean run time of a program over the statistics windows; 0 if it never ran in one. */
+static double sampled_mean(int fd, uint64_t *runs, uint64_t *ns)
+{
+	*runs = *ns = 0;
+	if (overhead__prog_stats(fd, runs, ns) || !*runs)
+		return 0;
+	return (double)*ns / *runs;
+}
+
+void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int *other_fds,
+		      size_t nother, const uint64_t calls[INSN_CLASS_MAX], uint64_t returns)
+{
+	uint64_t runs, ns, entries = 0, now = now_ns();
+	double entry_mean, return_mean;
+
+	if (!o->started || o->done)
+		return;
+	sample(o);
+	if (o->stats_fd >= 0)
+		stats_off(o, now);
+
+	for (int c = 0; c < INSN_CLASS_MAX; c++) {
+		o->entry_hits[c] = calls[c];
+		entries += calls[c];
+	}
+	o->return_hits = returns;
+	entry_mean = sampled_mean(entry_fd, &runs, &ns);
+	o->sampled_runs = runs;
+	return_mean = sampled_mean(return_fd, &runs, &ns);
+	o->sampled_runs += runs;
+	o->span_bpf_runs = entries + returns;
+	o->span_bpf_ns = entry_mean * entries + return_mean * returns;
+	/* scheduler programs run on every task: their runs scale with time, not with calls */
+	for (size_t i = 0; i < nother && o->stats_on_ns; i++)
+		if (!overhead__prog_stats(other_fds[i], &runs, &ns)) {
+			double scale = (double)(now - o->start) / o->stats_on_ns;
+
+			o->other_bpf_ns += ns * scale;
+			o->other_bpf_runs += runs * scale;
+		}
+	o->trap_entry_ns = 0;
+	for (int c = 0; c < INSN_CLASS_MAX; c++)
+		o->trap_entry_ns += o->entry_hits[c] * o->cal.entry_ns[c];
+	o->trap_return_ns = o->return_hits * o->cal.return_ns;
+	o->target_cpu_ns = 0;
+	for (size_t i = 0; i < o->npids; i++)
+		o->target_cpu_ns += o->cpu_last[i] - o->cpu_start[i];
+	o->done = true;
+}
+
+double overhead__total_ns(const struct overhead *o)
+{
+	return o->span_bpf_ns + (o->cal.ok ? o->trap_entry_ns + o->trap_return_ns : 0);
+}
+
+double overhead__share(const struct overhead *o)
+{
+	return o->target_cpu_ns ? overhead__total_ns(o) / o->target_cpu_ns : 0;
+}
+
+void overhead__print(FILE *f, const struct overhead *o)
+{
+	char b[6][32];
+	uint64_t entries = 0;
+
+	if (!o->done)
+		return;
+	for (int c = 0; c < INSN_CLASS_MAX; c++)
+		entries += o->entry_hits[c];
+	fprintf(f, "overhead: %s charged to the target",
+		fmt_duration(overhead__total_ns(o), b[0], 32));
+	if (o->target_cpu_ns)
+		fprintf(f, " (%.2f%% of its %s CPU time)", 100 * overhead__share(o),
+			fmt_duration(o->target_cpu_ns, b[1], 32));
+	fprintf(f, ": BPF ~%s", fmt_duration(o->span_bpf_ns, b[2], 32));
+	if (o->cal.ok)
+		fprintf(f, ", probe traps ~%s (%llu entries, %llu returns)",
+			fmt_duration(o->trap_entry_ns + o->trap_return_ns, b[3], 32),
+			(unsigned long long)entries, (unsigned long long)o->return_hits);
+	else
+		fprintf(f, ", probe traps unknown (calibration failed)");
+	if (o->entry_hits[INSN_STEPPED])
+		fprintf(f, "; %llu hits on single-stepped sites cost ~%s",
+			(unsigned long long)o->entry_hits[INSN_STEPPED],
+			fmt_duration(o->entry_hits[INSN_STEPPED] * o->cal.entry_ns[INSN_STEPPED],
+				     b[4], 32));
+	if (o->other_bpf_runs)
+		fprintf(f, "; scheduler programs %s system-wide",
+			fmt_duration(o->other_bpf_ns, b[5], 32));
+	fputc('\n', f);
+}
+
+void overhead__add_json(const struct overhead *o, struct cJSON *meta)
+{
+	cJSON *j, *h, *c;
+
+	if (!o->done)
+		return;
+	j = cJSON_AddObjectToObject(meta, "overhead");
+	cJSON_AddNumberToObject(j, "total_ns", (uint64_t)overhead__total_ns(o));
+	cJSON_AddNumberToObject(j, "target_cpu_ns", o->target_cpu_ns);
+	cJSON_AddNumberToObject(j, "share_of_target_cpu", overhead__share(o));
+	cJSON_AddNumberToObject(j, "bpf_ns", o->span_bpf_ns);
+	cJSON_AddNumberToObject(j, "bpf_runs", o->span_bpf_runs);
+	cJSON_AddNumberToObject(j, "bpf_stats_on_ns", o->stats_on_ns);
+	cJSON_AddNumberToObject(j, "bpf_stats_sampled_runs", o->sampled_runs);
+	cJSON_AddNumberToObject(j, "sched_bpf_ns", (uint64_t)o->other_bpf_ns);
+	cJSON_AddNumberToObject(j, "sched_bpf_runs", (uint64_t)o->other_bpf_runs);
+	if (o->cal.ok) {
+		cJSON_AddNumberToObject(j, "trap_entry_ns", (uint64_t)o->trap_entry_ns);
+		cJSON_AddNumberToObject(j, "trap_return_ns", (uint64_t)o->trap_return_ns);
+	}
+	h = cJSON_AddObjectToObject(j, "entry_hits");
+	for (int k = 0; k < INSN_CLASS_MAX; k++)
+		cJSON_AddNumberToObject(h, insn_class__name(k), o->entry_hits[k]);
+	cJSON_AddNumberToObject(j, "return_hits", o->return_hits);
+	c = cJSON_AddObjectToObject(j, "calibration");
+	cJSON_AddBoolToObject(c, "ok", o->cal.ok);
+	cJSON_AddStringToObject(c, "attach", o->multi ? "uprobe_multi" : "uprobe");
+	for (int k = 0; k < INSN_CLASS_MAX && o->cal.ok; k++) {
+		char key[48];
+
+		snprintf(key, sizeof(key), "entry_%s_ns", insn_class__name(k));
+		cJSON_AddNumberToObject(c, key, (uint64_t)(o->cal.entry_ns[k] + 0.5));
+	}
+	if (o->cal.ok)
+		cJSON_AddNumberToObject(c, "return_ns", (uint64_t)(o->cal.return_ns + 0.5));
+	cJSON_AddNumberToObject(c, "took_ns", o->cal.took_ns);
+}
+
+void overhead__free(struct overhead *o)
+{
+	if (!o->started)
+		return;
+	if (o->stats_fd >= 0)
+		close(o->stats_fd);
+	o->stats_fd = -1;
+	free(o->pids);
+	free(o->cpu_start);
+	free(o->cpu_last);
+	free(o->probe_class);
+	o->pids = NULL;
+	o->cpu_start = o->cpu_last = NULL;
+	o->probe_class = NULL;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* What tracing cost the target, stated in the summary and the trace's metadata: the time spent
+ * in tracer's BPF programs plus the time the kernel spends trapping each probe hit, which no
+ * statistic counts. The programs' mean run time comes from the kernel's BPF run-time statistics,
+ * turned on only while recording and then only 50 ms of every second (they cost every run of
+ * every program two clock reads); it is multiplied by the calls recorded. The trap cost depends
+ * on the probed function's first instruction (insn.h); it is calibrated once at start-up on
+ * tracer's own functions with empty BPF programs, and multiplied by the hits. */
+#ifndef TRACER_OVERHEAD_H
+#define TRACER_OVERHEAD_H
+
+#include "elf/insn.h"
+#include "probe/resolve.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cJSON;
+
+/* Trap cost per hit, in ns, without the BPF program's own run time. */
+struct overhead_cal {
+	double entry_ns[INSN_CLASS_MAX]; /* an entry probe, by the site's first instruction */
+	double return_ns;		 /* a return probe, in addition to its entry */
+	uint64_t took_ns;		 /* how long calibrating took */
+	bool ok;
+};
+
+/* Empty BPF programs on uprobes: the floor any probe costs. Calibration uses them; so do the
+ * benchmarks (bench/floor.c), so that both measure the attach mechanism tracer uses. */
+struct empty_probes {
+	int prog_fd[2]; /* entry, return */
+	int *fds;	/* links, and the perf events of the per-probe fallback */
+	size_t nfds;
+	bool multi;
+};
+
+struct overhead {
+	bool started;
+	int stats_fd; /* BPF_STATS_RUN_TIME is on while this is open: a window */
+	uint64_t start, stats_since; /* when the current window started, or the last ended */
+	uint64_t stats_on_ns;	     /* windows so far */
+	bool multi;   /* calibrated with uprobe_multi links (else perf-event uprobes) */
+	int *pids;
+	size_t npids;
+	uint64_t *cpu_start, *cpu_last; /* utime+stime per target, ns */
+	uint64_t last_sample;
+	struct overhead_cal cal;
+	enum insn_class *probe_class; /* by probe id */
+	size_t nprobes;
+	/* results, from overhead__finish() */
+	bool done;
+	double span_bpf_ns;	/* uprobe programs: run on the target's threads */
+	uint64_t span_bpf_runs, sampled_runs;
+	double other_bpf_ns, other_bpf_runs; /* scheduler programs: on every task, system-wide */
+	uint64_t entry_hits[INSN_CLASS_MAX], return_hits;
+	double trap_entry_ns, trap_return_ns;
+	uint64_t target_cpu_ns;
+};
+
+/* Turns on the BPF run-time statistics, calibrates the trap costs (about 20 ms; multi: attach
+ * as tracer does, with uprobe_multi links) and reads the targets' CPU time. A failure to
+ * calibrate is not an error: the summary then says the trap time is unknown. Returns 0 or
+ * -errno (the statistics cannot be enabled). */
+int overhead__start(struct overhead *o, const int *pids, size_t npids, bool multi);
+
+/* The class of the site at a file offset of an ELF file (INSN_STEPPED if it cannot be read). */
+enum insn_class overhead__site_class(const char *path, uint64_t offset);
+/* What kind of site probe id traps on; probes never given a class count as single-stepped. */
+void overhead__set_class(struct overhead *o, uint32_t probe_id, enum insn_class c);
+/* overhead__set_class() for every site to attach. */
+void overhead__classify(struct overhead *o, const struct attach_sites *sites);
+enum insn_class overhead__probe_class(const struct overhead *o, uint32_t probe_id);
+
+/* Reads the targets' CPU time at most every 20 ms (a target that exits keeps its last value)
+ * and opens and closes the statistics windows. Call it from the event loop, every 10 ms or so. */
+void overhead__sample(struct overhead *o);
+
+/* Turns the statistics off and computes the totals from the programs' mean run times
+ * (entry_fd: the uprobe program, return_fd: the uretprobe program, other_fds: the rest),
+ * calls[c]: the calls recorded of functions of each class (the entry hits), and returns: the
+ * return hits. */
+void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int *other_fds,
+		      size_t nother, const uint64_t calls[INSN_CLASS_MAX], uint64_t returns);
+
+/* Trap plus BPF time charged to the targets, in ns; and its share of their CPU time (0 when
+ * unknown). */
+double overhead__total_ns(const struct overhead *o);
+double overhead__share(const struct overhead *o);
+
+/* One line: "overhead: ... of the target's CPU time". */
+void overhead__print(FILE *f, const struct overhead *o);
+/* Adds "overhead": {...} to the trace's metadata object. */
+void overhead__add_json(const struct overhead *o, struct cJSON *meta);
+
+void overhead__free(struct overhead *o);
+
+int empty_probes__open(struct empty_probes *e, bool multi);
+/* cnt sites (file offsets) of the file at path, in process pid. */
+int empty_probes__attach(struct empty_probes *e, const char *path, const uint64_t *offsets,
+			 size_t cnt, int pid, bool ret);
+void empty_probes__detach(struct empty_probes *e);
+void empty_probes__close(struct empty_probes *e);
+/* Runs and run time of a program since it was loaded (while the statistics were on). */
+int overhead__prog_stats(int prog_fd, uint64_t *runs, uint64_t *ns);
+
+#endif

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* `tracer record`: resolve, load, attach, run the event loop, finish the trace. */
+#ifndef TRACER_RECORD_H
+#define TRACER_RECORD_H
+
+#include "probe/probe_spec.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct record_opts {
+	int *pids;
+	size_t npids;
+	char **cmd; /* launch mode: the command and its arguments (NULL-terminated) */
+	struct probe_specs specs; /* from -u, in order */
+	char **packs;		  /* -P names or paths */
+	size_t npacks;
+	uint64_t duration_ns; /* 0: until stopped */
+	uint64_t min_dur_ns;
+	const char *output; /* NULL: tracer-COMM-PID-TIME.json */
+	bool no_sched;
+	bool entry_only; /* no return probes: every call an instant */
+	bool no_args;	 /* read nothing from the target's memory: no args, name_from, queues */
+	bool start_paused;
+	bool follow;	  /* children and exec'd programs of the targets too */
+	bool system_wide; /* -a: every process that maps a probed object */
+	uint32_t buffer_mb;
+	uint64_t max_size; /* bytes; 0: no limit */
+};
+
+/* Returns the process exit status: 0 recorded, 1 failed; in launch mode, the command's. */
+int record__run(struct record_opts *opts);
+
+#endif

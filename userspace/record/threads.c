@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+#include "record/threads.h"
+#include "util/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void threads__init(struct threads *ts)
+{
+	ts->cap = 256;
+	ts->cnt = 0;
+	ts->v = xcalloc(ts->cap, sizeof(*ts->v));
+}
+
+void threads__free(struct threads *ts)
+{
+	free(ts->v);
+	ts->v = NULL;
+	ts->cap = ts->cnt = 0;
+}
+
+static struct thread *slot(struct thread *v, uint32_t cap, int tid)
+{
+	uint32_t i = (uint32_t)tid * 2654435761u & (cap - 1);
+
+	while (v[i].tid && v[i].tid != tid)
+		i = (i + 1) & (cap - 1);
+	return &v[i];
+}
+
+static void grow(struct threads *ts)
+{
+	struct thread *old = ts->v;
+	uint32_t old_cap = ts->cap;
+
+	ts->cap *= 2;
+	ts->v = xcalloc(ts->cap, sizeof(*ts->v));
+	for (uint32_t i = 0; i < old_cap; i++)
+		if (old[i].tid)
+			*slot(ts->v, ts->cap, old[i].tid) = old[i];
+	free(old);
+}
+
+struct thread *threads__get(struct threads *ts, int pid, int tid)
+{
+	struct thread *t;
+
+	if ((ts->cnt + 1) * 4 > ts->cap * 3)
+		grow(ts);
+	t = slot(ts->v, ts->cap, tid);
+	if (!t->tid) {
+		t->tid = tid;
+		t->pid = pid;
+		ts->cnt++;
+	}
+	return t;
+}
+
+const struct thread *threads__find(const struct threads *ts, int tid)
+{
+	const struct thread *t;
+
+	if (tid <= 0)
+		return NULL;
+	t = slot(ts->v, ts->cap, tid);
+	return t->tid ? t : NULL;
+}
+
+void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts)
+{
+	if (!t->first_seen)
+		t->first_seen = ts;
+	if (t->state != TS_UNKNOWN && ts > t->since)
+		t->state_ns[t->state] += ts - t->since;
+	if (ts > t->last_seen)
+		t->last_seen = ts;
+	t->state = s;
+	t->since = ts;
+}
+
+/* As the trace shows it (ftrace_prev_state): preempted is runnable whatever the state says;
+ * an uninterruptible wait that does not count as load (TASK_NOLOAD) is idle, not blocked. */
+static enum thread_state from_switch_state(uint32_t prev_state, bool preempt)
+{
+	if (preempt || !prev_state)
+		return TS_RUNNABLE;
+	if ((prev_state & 2) && !(prev_state & 0x400))
+		return TS_BLOCKED;
+	return TS_SLEEPING;
+}
+
+void threads__on_switch(struct threads *ts, const struct switch_rec *r, bool prev_traced,
+			bool next_traced)
+{
+	if (prev_traced)
+		thread__set_state(threads__get(ts, r->prev_pid, r->prev_tid),
+				  from_switch_state(r->prev_state, r->preempt), r->ts);
+	if (next_traced)
+		thread__set_state(threads__get(ts, r->next_pid, r->next_tid), TS_RUNNING, r->ts);
+}
+
+void threads__on_wakeup(struct threads *ts, const struct wakeup_rec *r)
+{
+	struct thread *t;
+
+	if (r->kind == WAKEUP_WAKEUP)
+		return; /* sched_waking already said it */
+	t = threads__get(ts, r->pid, r->tid);
+	if (t->state != TS_RUNNING)
+		thread__set_state(t, TS_RUNNABLE, r->ts);
+}
+
+void threads__finish(struct threads *ts, uint64_t end)
+{
+	for (uint32_t i = 0; i < ts->cap; i++) {
+		struct thread *t = &ts->v[i];
+
+		if (t->tid && !t->exited && t->state != TS_UNKNOWN)
+			thread__set_state(t, t->state, end);
+	}
+}
+
+enum thread_state thread_state__from_proc(char c)
+{
+	switch (c) {
+	case 'S':
+	case 'I':
+	case 'T':
+	case 't':
+		return TS_SLEEPING;
+	case 'D':
+		return TS_BLOCKED;
+	default:
+		return TS_UNKNOWN; /* 'R' does not say whether it is on a CPU */
+	}
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+#include "record/tracked.h"
+#include "util/util.h"
+
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tracked__find(const struct tracked *t, int pid)
+{
+	for (size_t i = 0; i < t->ntargets; i++)
+		if (t->targets[i].pid == pid)
+			return i;
+	return -1;
+}
+
+static void mark_traced(struct tracked *t, int pid)
+{
+	__u32 key = pid;
+	__u8 one = 1;
+
+	if (t->targets_map && pid > 0)
+		bpf_map__update_elem(t->targets_map, &key, sizeof(key), &one, 1, BPF_ANY);
+}
+
+static struct target *push_target(struct tracked *t)
+{
+	t->targets = xrealloc(t->targets, t->ntargets + 1, sizeof(*t->targets));
+	t->resolved = xrealloc(t->resolved, t->ntargets + 1, sizeof(size_t));
+	t->resolved[t->ntargets] = 0;
+	return &t->targets[t->ntargets];
+}
+
+int tracked__add(struct tracked *t, int pid, char *err, size_t errlen)
+{
+	int ret;
+
+	if (tracked__find(t, pid) >= 0) {
+		snprintf(err, errlen, "pid %d is given twice", pid);
+		return -EEXIST;
+	}
+	ret = target__open(pid, push_target(t), err, errlen);
+	if (ret)
+		return ret;
+	t->ntargets++;
+	mark_traced(t, pid);
+	return 0;
+}
+
+static bool linked(const struct tracked *t, const struct mapped_object *o)
+{
+	for (size_t i = 0; i < t->nlinked; i++)
+		if (t->linked[i].dev == o->dev && t->linked[i].ino == o->ino)
+			return true;
+	return false;
+}
+
+/* What this round resolves: for each target, its objects not probed yet (and, with shared
+ * links, not probed through another process). Views share the targets' strings. */
+static size_t make_views(struct tracked *t, struct target *views)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->ntargets; i++) {
+		struct target *v = &views[n];
+
+		*v = t->targets[i];
+		v->objs = xcalloc(t->targets[i].nobjs, sizeof(*v->objs));
+		v->nobjs = 0;
+		for (size_t k = t->resolved[i]; k < t->targets[i].nobjs; k++) {
+			const struct mapped_object *o = &t->targets[i].objs[k];
+
+			if ((t->resolve_flags & RESOLVE_SHARED) && linked(t, o))
+				continue;
+			v->objs[v->nobjs++] = *o;
+			if (t->resolve_flags & RESOLVE_SHARED) {
+				t->linked = xrealloc(t->linked, t->nlinked + 1, sizeof(*t->linked));
+				t->linked[t->nlinked].dev = o->dev;
+				t->linked[t->nlinked].ino = o->ino;
+				t->nlinked++;
+			}
+		}
+		t->resolved[i] = t->targets[i].nobjs;
+		n++;
+	}
+	return n;
+}
+
+static void write_cfgs(struct tracked *t, size_t first)
+{
+	for (__u32 id = first; id < t->probes.cnt; id++) {
+		struct probe_cfg cfg = t->probes.v[id].cfg;
+
+		if (t->no_args)
+			cfg.flags &= ~(PROBE_ARGS | PROBE_RET | PROBE_NAME_FROM);
+		bpf_map__update_elem(t->cfg_map, &id, sizeof(id), &cfg, sizeof(cfg), BPF_ANY);
+	}
+}
+
+int tracked__attach_new(struct tracked *t, bool strict, char *err, size_t errlen)
+{
+	struct target *views = xcalloc(t->ntargets + 1, sizeof(*views));
+	struct attach_sites sites = { 0 };
+	size_t first = t->probes.cnt, n = make_views(t, views);
+	unsigned int flags = t->resolve_flags | (strict ? 0 : RESOLVE_LENIENT);
+	int ret;
+
+	ret = resolve__probes(t->specs, views, n, flags, &t->probes, &sites, err, errlen);
+	if (!ret && t->probes.cnt > bpf_map__max_entries(t->cfg_map)) {
+		snprintf(err, errlen, "%zu functions to probe: at most %u; narrow the -u patterns",
+			 t->probes.cnt, bpf_map__max_entries(t->cfg_map));
+		ret = -E2BIG;
+	}
+	if (!ret) {
+		write_cfgs(t, first);
+		ret = attach__sites(&t->attachment, &sites, t->enter, t->exit, err, errlen);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(views[i].objs);
+	free(views);
+	attach_sites__free(&sites);
+	return ret;
+}
+
+int tracked__rescan(struct tracked *t, char *err, size_t errlen)
+{
+	size_t before = 0, after = 0;
+	int ret;
+
+	for (size_t i = 0; i < t->ntargets; i++) {
+		before += t->resolved[i];
+		if (t->targets[i].pid > 0 && t->targets[i].pidfd >= 0)
+			target__read_maps(&t->targets[i]);
+		after += t->targets[i].nobjs;
+	}
+	if (after == before)
+		return 0;
+	ret = tracked__attach_new(t, false, err, errlen);
+	return ret ? ret : (int)(after - before);
+}
+
+/* Library folders searched with -a for objects no process maps yet. */
+static const char *const lib_dirs[] = { "/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",
+					"/usr/local/lib", "/usr/lib", "/usr/bin", "/usr/local/bin" };
+
+static bool wanted(const struct tracked *t, const char *base)
+{
+	for (size_t s = 0; s < t->specs->cnt; s++)
+		if (strcmp(t->specs->v[s].object, "*") && !fnmatch(t->specs->v[s].object, base, 0))
+			return true;
+	return false;
+}
+
+static void add_object(struct target *sys, const char *path, const char *open_path,
+		       const struct stat *st)
+{
+	struct mapped_object *o;
+
+	for (size_t i = 0; i < sys->nobjs; i++)
+		if (sys->objs[i].dev == st->st_dev && sys->objs[i].ino == st->st_ino)
+			return;
+	sys->objs = xrealloc(sys->objs, sys->nobjs + 1, sizeof(*sys->objs));
+	o = &sys->objs[sys->nobjs++];
+	o->path = xstrdup(path);
+	o->base = xstrdup(strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+	o->open_path = xstrdup(open_path);
+	o->dev = st->st_dev;
+	o->ino = st->st_ino;
+}
+
+int tracked__add_system(struct tracked *t, char *err, size_t errlen)
+{
+	struct target *sys = push_target(t);
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	memset(sys, 0, sizeof(*sys));
+	sys->pidfd = -1;
+	snprintf(sys->comm, sizeof(sys->comm), "(system)");
+	/* what every process maps now, opened through that process */
+	d = opendir("/proc");
+	while (d && (de = readdir(d))) {
+		struct target one = { .pid = atoi(de->d_name), .pidfd = -1 };
+
+		if (one.pid <= 0 || one.pid == getpid() || target__read_maps(&one))
+			continue;
+		for (size_t i = 0; i < one.nobjs; i++)
+			if (wanted(t, one.objs[i].base) && !stat(one.objs[i].open_path, &st))
+				add_object(sys, one.objs[i].path, one.objs[i].open_path, &st);
+		target__close(&one);
+	}
+	if (d)
+		closedir(d);
+	/* and the library folders, for processes that start later */
+	for (size_t k = 0; k < sizeof(lib_dirs) / sizeof(lib_dirs[0]); k++) {
+		d = opendir(lib_dirs[k]);
+		while (d && (de = readdir(d))) {
+			snprintf(path, sizeof(path), "%s/%s", lib_dirs[k], de->d_name);
+			if (wanted(t, de->d_name) && !stat(path, &st) && S_ISREG(st.st_mode))
+				add_object(sys, path, path, &st);
+		}
+		if (d)
+			closedir(d);
+	}
+	if (!sys->nobjs) {
+		snprintf(err, errlen, "-a: no process maps, and no library folder holds, an object "
+				      "matching the probes' object patterns");
+		target__close(sys);
+		return -ENOENT;
+	}
+	t->ntargets++;
+	return 0;
+}
+
+void tracked__free(struct tracked *t)
+{
+	attach__detach(&t->attachment);
+	probe_table__free(&t->probes);
+	for (size_t i = 0; i < t->ntargets; i++)
+		target__close(&t->targets[i]);
+	free(t->targets);
+	free(t->resolved);
+	free(t->linked);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* The processes being traced and their probes: the ones asked for, children (--follow), every
+ * process mapping a probed object (-a); libraries they load later (dlopen) are found by
+ * rescanning their maps and probed too. */
+#ifndef TRACER_TRACKED_H
+#define TRACER_TRACKED_H
+
+#include "record/attach.h"
+#include "probe/resolve.h"
+#include "record/target.h"
+
+struct bpf_map;
+
+struct tracked {
+	struct target *targets; /* opened processes; objs[0..resolved[i]) are probed */
+	size_t *resolved;
+	size_t ntargets;
+	struct probe_table probes;
+	struct attachment attachment;
+	const struct probe_specs *specs;
+	unsigned int resolve_flags; /* RESOLVE_ENTRY_ONLY, RESOLVE_SHARED */
+	/* with shared links (pid 0): the objects already probed, by (dev, inode) */
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} *linked;
+	size_t nlinked;
+	struct bpf_program *enter, *exit;
+	struct bpf_map *targets_map, *cfg_map;
+	bool no_args;
+};
+
+/* Opens pid (and its objects) and marks it traced in the BPF targets map if that is set. */
+int tracked__add(struct tracked *t, int pid, char *err, size_t errlen);
+/* Resolves the specs against the objects not probed yet and attaches them. strict: a spec that
+ * matches nothing is an error (the first attach); later ones are lenient. */
+int tracked__attach_new(struct tracked *t, bool strict, char *err, size_t errlen);
+/* Re-reads the maps of every target; returns how many new objects were probed, or -errno. */
+int tracked__rescan(struct tracked *t, char *err, size_t errlen);
+/* The index of pid among the targets, or -1. */
+int tracked__find(const struct tracked *t, int pid);
+/* -a: every executable object any process maps now, as one pseudo-target (pid 0), plus files
+ * in the library folders matching the specs' object globs. */
+int tracked__add_system(struct tracked *t, char *err, size_t errlen);
+void tracked__free(struct tracked *t);
+
+#endif

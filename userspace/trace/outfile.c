@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+#include "trace/outfile.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define OUT_BUF (1 << 20)
+
+struct outfile {
+	gzFile gz;
+	int err;
+	size_t len;
+	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	char buf[OUT_BUF];
+};
+
+int outfile__open(struct outfile **fp, const char *path)
+{
+	struct outfile *f = xcalloc(1, sizeof(*f));
+	size_t l = path ? strlen(path) : 0;
+	bool gz = l > 3 && !strcmp(path + l - 3, ".gz");
+	struct stat st;
+	int fd, err;
+
+	if (!path || !strcmp(path, "-")) {
+		fd = dup(STDOUT_FILENO);
+	} else if (!lstat(path, &st) && !S_ISREG(st.st_mode)) {
+		/* a device, FIFO or symlink: write through it, never rename over it */
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	} else {
+		snprintf(f->path, sizeof(f->path), "%s", path);
+		snprintf(f->tmp, sizeof(f->tmp), "%s.tmp%d", path, (int)getpid());
+		fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	}
+	if (fd < 0) {
+		err = -errno;
+		free(f);
+		return err;
+	}
+	/* "T": zlib's transparent mode, plain bytes through the same calls */
+	f->gz = gzdopen(fd, gz ? "wb6" : "wT");
+	if (!f->gz) {
+		close(fd);
+		if (f->tmp[0])
+			unlink(f->tmp);
+		free(f);
+		return -ENOMEM;
+	}
+	*fp = f;
+	return 0;
+}
+
+static void flush(struct outfile *f)
+{
+	int errnum;
+
+	if (!f->err && f->len && gzwrite(f->gz, f->buf, f->len) != (int)f->len) {
+		gzerror(f->gz, &errnum);
+		f->err = errnum == Z_ERRNO && errno ? -errno : -EIO;
+	}
+	f->len = 0;
+}
+
+void outfile__write(struct outfile *f, const char *p, size_t n)
+{
+	while (n) {
+		size_t room = OUT_BUF - f->len, take = n < room ? n : room;
+
+		memcpy(f->buf + f->len, p, take);
+		f->len += take;
+		p += take;
+		n -= take;
+		if (f->len == OUT_BUF)
+			flush(f);
+	}
+}
+
+void outfile__puts(struct outfile *f, const char *s)
+{
+	outfile__write(f, s, strlen(s));
+}
+
+void outfile__printf(struct outfile *f, const char *fmt, ...)
+{
+	char tmp[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof(tmp)) {
+		outfile__write(f, tmp, n);
+		return;
+	}
+	char *big = xcalloc(1, n + 1);
+
+	va_start(ap, fmt);
+	vsnprintf(big, n + 1, fmt, ap);
+	va_end(ap);
+	outfile__write(f, big, n);
+	free(big);
+}
+
+int outfile__close(struct outfile *f, bool keep)
+{
+	int ret, err;
+
+	flush(f);
+	ret = gzclose(f->gz);
+	if (ret != Z_OK && !f->err)
+		f->err = ret == Z_ERRNO && errno ? -errno : -EIO;
+	err = f->err;
+	if (f->tmp[0]) {
+		if (keep && !err && rename(f->tmp, f->path))
+			err = -errno;
+		if (!keep || err)
+			unlink(f->tmp);
+	}
+	free(f);
+	return err;
+}

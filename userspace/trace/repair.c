@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/* `tracer repair FILE`: closes a trace that was cut short (tracer killed with SIGKILL, the
+ * machine lost power). Every complete event line is kept; the end of the file is rewritten. */
+#include "cmd/commands.h"
+#include "trace/trace_writer.h"
+#include "util/util.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char header[] = "{\"traceEvents\":[\n";
+
+static const char repair_usage[] =
+	"Usage: tracer repair FILE\n"
+	"\n"
+	"Closes a trace that was cut short (tracer killed with SIGKILL, the machine stopped):\n"
+	"every complete event is kept and the end of the file is written again, so that Perfetto\n"
+	"and chrome://tracing open it. The file's metadata says it was repaired. A complete file\n"
+	"is left as it is. For a .json.gz, decompress it first (zcat reads what is there).\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"Example:\n"
+	"  tracer repair tracer-ffmpeg-1234-20261122-101500.json\n";
+
+/* One line of "traceEvents": a whole JSON object, with a trailing comma. Returns its ts in ns
+ * (0 when it has none) or -1 when the line is not a complete event. */
+static int64_t event_line(const char *line, size_t len)
+{
+	const cJSON *ts;
+	int64_t ns = 0;
+	cJSON *e;
+
+	if (len < 4 || strcmp(line + len - 2, ",\n"))
+		return -1;
+	e = cJSON_ParseWithLength(line, len - 2);
+	if (!cJSON_IsObject(e)) {
+		cJSON_Delete(e);
+		return -1;
+	}
+	ts = cJSON_GetObjectItem(e, "ts");
+	if (cJSON_IsNumber(ts) && ts->valuedouble > 0)
+		ns = (int64_t)(ts->valuedouble * 1000 + 0.5);
+	cJSON_Delete(e);
+	return ns;
+}
+
+static bool whole_json(FILE *f)
+{
+	char *text = NULL;
+	size_t cap = 0, len = 0, n;
+	cJSON *j;
+
+	rewind(f);
+	do {
+		if (cap - len < 65536)
+			text = xrealloc(text, cap = cap ? 2 * cap : 1 << 20, 1);
+		n = fread(text + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n);
+	text[len] = 0;
+	j = cJSON_Parse(text);
+	free(text);
+	cJSON_Delete(j);
+	return j != NULL;
+}
+
+int cmd_repair(int argc, char **argv)
+{
+	uint64_t good = 0, events = 0, last_ns = 0;
+	char *line = NULL, end[512];
+	size_t cap = 0;
+	ssize_t len;
+	FILE *f;
+	int ret = 1;
+
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		fputs(repair_usage, stdout);
+		return 0;
+	}
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "tracer: usage: tracer repair FILE (a trace cut short; see tracer "
+				"repair --help)\n");
+		return 2;
+	}
+	if (strlen(argv[1]) > 3 && !strcmp(argv[1] + strlen(argv[1]) - 3, ".gz")) {
+		pr_err("cannot repair a .gz file in place: zcat %s > TRACE.json reads what is there, "
+		       "then run tracer repair TRACE.json", argv[1]);
+		return 1;
+	}
+	f = fopen(argv[1], "r+e");
+	if (!f) {
+		pr_err("cannot open %s: %s", argv[1], strerror(errno));
+		return 1;
+	}
+	len = getline(&line, &cap, f);
+	if (len != (ssize_t)strlen(header) || strcmp(line, header)) {
+		pr_err("%s is not a trace written by tracer (it starts with {\"traceEvents\":[ on a "
+		       "line of its own)", argv[1]);
+		goto out;
+	}
+	good = len;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		int64_t ns = event_line(line, len);
+
+		if (ns < 0)
+			break;
+		good += len;
+		events++;
+		if ((uint64_t)ns > last_ns)
+			last_ns = ns;
+	}
+	if (len > 0 && !strncmp(line, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording stopped\"", 44) &&
+	    whole_json(f)) {
+		pr_info("%s is complete: nothing to repair", argv[1]);
+		ret = 0;
+		goto out;
+	}
+	/* cut after the last complete event and write the end a recording writes */
+	if (fflush(f) || ftruncate(fileno(f), good) || fseek(f, good, SEEK_SET)) {
+		pr_err("cannot repair %s: %s", argv[1], strerror(errno));
+		goto out;
+	}
+	fmt_us(end, last_ns);
+	fprintf(f,
+		"{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording stopped\",\"pid\":0,\"tid\":0,"
+		"\"ts\":%s,\"args\":{\"reason\":\"cut short; repaired\"}}\n],\n"
+		"\"systemTraceEvents\":\"# tracer: nop\\n\",\n"
+		"\"metadata\":{\"repaired\":true,\"events_kept\":%llu,\"note\":\"the recording was cut "
+		"short: events after the last one kept, the scheduler text and the recording's own "
+		"metadata are missing\"}}\n",
+		end, (unsigned long long)events);
+	if (fflush(f) || ferror(f)) {
+		pr_err("cannot repair %s: %s", argv[1], strerror(errno));
+		goto out;
+	}
+	pr_info("repaired %s: kept %llu events", argv[1], (unsigned long long)events);
+	ret = 0;
+out:
+	free(line);
+	fclose(f);
+	return ret;
+}

@@ -1,0 +1,1086 @@
+// SPDX-License-Identifier: MIT
+#include "trace/trace_reader.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* The fuzz build reads in small pieces, to reach the code at buffer boundaries. */
+#ifdef TRACE_READER_READ_SIZE
+#define READ_SIZE TRACE_READER_READ_SIZE
+#else
+#define READ_SIZE (1 << 20)
+#endif
+
+enum state {
+	ST_START,
+	ST_FIRST_KEY, /* just after the top-level '{' */
+	ST_KEY,	      /* after a top-level value: ',' or '}' */
+	ST_FIRST_EVENT,
+	ST_EVENT,
+	ST_SCHED, /* inside the "systemTraceEvents" string */
+	ST_DONE,
+};
+
+struct trace_reader {
+	gzFile gz;
+	unsigned want;
+	enum state st;
+	char *buf;
+	size_t pos, len;
+	bool eof, truncated, top_array, saw_events, oversize;
+	int err;
+	uint64_t line, oversized;
+	char *val; /* the value being captured */
+	size_t val_len, val_cap;
+	char *scratch; /* the current event's unescaped strings */
+	size_t scratch_cap;
+	char *sline; /* the current ftrace line */
+	size_t sline_len;
+	char path[256];
+	char msg[512];
+};
+
+static int fail(struct trace_reader *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct trace_reader *r, int err, const char *fmt, ...)
+{
+	int n = snprintf(r->msg, sizeof(r->msg), "%s:%llu: ", r->path,
+			 (unsigned long long)r->line);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (n > 0 && (size_t)n < sizeof(r->msg))
+		vsnprintf(r->msg + n, sizeof(r->msg) - n, fmt, ap);
+	va_end(ap);
+	r->err = err;
+	return err;
+}
+
+int trace_reader__open(struct trace_reader **rp, const char *path, unsigned want, char *msg,
+		       size_t msglen)
+{
+	struct trace_reader *r = xcalloc(1, sizeof(*r));
+	int err;
+
+	r->gz = gzopen(path, "rb");
+	if (!r->gz) {
+		err = errno ? -errno : -ENOMEM;
+		if (msg)
+			snprintf(msg, msglen, "cannot open %s: %s", path, strerror(-err));
+		free(r);
+		return err;
+	}
+	gzbuffer(r->gz, 256 << 10);
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	r->want = want;
+	r->line = 1;
+	r->buf = xcalloc(1, READ_SIZE);
+	r->sline = xcalloc(1, TR_MAX_SCHED_LINE + 1);
+	*rp = r;
+	return 0;
+}
+
+void trace_reader__close(struct trace_reader *r)
+{
+	if (!r)
+		return;
+	gzclose(r->gz);
+	free(r->buf);
+	free(r->val);
+	free(r->scratch);
+	free(r->sline);
+	free(r);
+}
+
+const char *trace_reader__error(const struct trace_reader *r)
+{
+	return r->msg;
+}
+
+bool trace_reader__truncated(const struct trace_reader *r)
+{
+	return r->truncated;
+}
+
+uint64_t trace_reader__oversized(const struct trace_reader *r)
+{
+	return r->oversized;
+}
+
+bool trace_reader__no_events(const struct trace_reader *r)
+{
+	return !r->saw_events;
+}
+
+/* Reads into dst; returns the bytes read, 0 at the end of the input or on a read error (which
+ * sets r->err). */
+static size_t read_more(struct trace_reader *r, char *dst, size_t room)
+{
+	int n, errnum;
+	const char *what;
+
+	if (r->eof || r->err)
+		return 0;
+	n = gzread(r->gz, dst, room);
+	if (n < 0) {
+		what = gzerror(r->gz, &errnum);
+		if (errnum == Z_BUF_ERROR) { /* a gzip stream cut short: the data so far counts */
+			r->eof = true;
+			return 0;
+		}
+		fail(r, -EIO, "read error: %s",
+		     errnum == Z_ERRNO ? strerror(errno) : what ? what : "corrupt data");
+		return 0;
+	}
+	if (!n)
+		r->eof = true;
+	return n;
+}
+
+/* False at the end of the input (or on a read error). */
+static bool refill(struct trace_reader *r)
+{
+	size_t n = read_more(r, r->buf, READ_SIZE);
+
+	r->pos = 0;
+	r->len = n;
+	return n > 0;
+}
+
+/* Makes at least n bytes available at r->pos unless the input ends first. */
+static void ensure(struct trace_reader *r, size_t n)
+{
+	size_t have = r->len - r->pos;
+
+	if (have >= n)
+		return;
+	memmove(r->buf, r->buf + r->pos, have);
+	r->pos = 0;
+	r->len = have;
+	while (r->len < n && !r->eof && !r->err)
+		r->len += read_more(r, r->buf + r->len, READ_SIZE - r->len);
+}
+
+static inline int peekc(struct trace_reader *r)
+{
+	if (r->pos == r->len && !refill(r))
+		return -1;
+	return (unsigned char)r->buf[r->pos];
+}
+
+static inline int getc_(struct trace_reader *r)
+{
+	int c = peekc(r);
+
+	if (c >= 0)
+		r->pos++;
+	return c;
+}
+
+static int skip_ws(struct trace_reader *r)
+{
+	for (;;) {
+		int c = peekc(r);
+
+		if (c == '\n')
+			r->line++;
+		else if (c != ' ' && c != '\t' && c != '\r')
+			return c;
+		r->pos++;
+	}
+}
+
+static void keep_bytes(struct trace_reader *r, const char *p, size_t n)
+{
+	if (r->oversize || !n)
+		return;
+	if (r->val_len + n > TR_MAX_VALUE) {
+		r->oversize = true;
+		return;
+	}
+	if (r->val_len + n + 1 > r->val_cap) {
+		size_t cap = r->val_cap ? r->val_cap : 4096;
+
+		while (cap < r->val_len + n + 1)
+			cap *= 2;
+		r->val = xrealloc(r->val, cap, 1);
+		r->val_cap = cap;
+	}
+	memcpy(r->val + r->val_len, p, n);
+	r->val_len += n;
+	r->val[r->val_len] = 0;
+}
+
+/* Reads one JSON value (any type), keeping its text in r->val if keep. 0, -E2BIG if it was
+ * larger than TR_MAX_VALUE (read but not kept), -ENODATA at the end of the input, -EINVAL. */
+static int scan_value(struct trace_reader *r, bool keep)
+{
+	int depth = 0, c = peekc(r);
+	bool in_str = false, esc = false, scalar;
+
+	r->val_len = 0;
+	r->oversize = false;
+	if (c < 0)
+		return r->err ? r->err : -ENODATA;
+	if (c == ',' || c == ':' || c == '}' || c == ']')
+		return -EINVAL;
+	scalar = c != '"' && c != '{' && c != '[';
+	for (;;) {
+		const char *p, *s, *end;
+
+		if (r->pos == r->len && !refill(r))
+			return r->err ? r->err : scalar ? 0 : -ENODATA;
+		s = p = r->buf + r->pos;
+		end = r->buf + r->len;
+		for (; p < end; p++) {
+			char ch = *p;
+
+			if (in_str) {
+				if (esc)
+					esc = false;
+				else if (ch == '\\')
+					esc = true;
+				else if (ch == '"') {
+					in_str = false;
+					if (!depth) {
+						p++;
+						goto done;
+					}
+				}
+				continue;
+			}
+			if (scalar) {
+				if (ch && strchr(",}] \t\r\n", ch))
+					goto done;
+				continue;
+			}
+			switch (ch) {
+			case '"':
+				in_str = true;
+				break;
+			case '{':
+			case '[':
+				depth++;
+				break;
+			case '}':
+			case ']':
+				if (--depth == 0) {
+					p++;
+					goto done;
+				}
+				break;
+			case '\n':
+				r->line++;
+				break;
+			}
+		}
+		if (keep)
+			keep_bytes(r, s, p - s);
+		r->pos = r->len;
+		continue;
+done:
+		if (keep)
+			keep_bytes(r, s, p - s);
+		r->pos = p - r->buf;
+		return r->oversize ? -E2BIG : 0;
+	}
+}
+
+/* ---- JSON helpers over memory ---------------------------------------------------------- */
+
+static const char *skip_ws_mem(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+		p++;
+	return p;
+}
+
+size_t json_value_len(const char *s, size_t len)
+{
+	const char *p = s, *end = s + len;
+	int depth = 0;
+	bool in_str = false, esc = false;
+
+	if (!len)
+		return 0;
+	if (*p != '"' && *p != '{' && *p != '[') {
+		while (p < end && !strchr(",}] \t\r\n", *p))
+			p++;
+		return p - s;
+	}
+	for (; p < end; p++) {
+		char ch = *p;
+
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (ch == '\\')
+				esc = true;
+			else if (ch == '"') {
+				in_str = false;
+				if (!depth)
+					return p + 1 - s;
+			}
+		} else if (ch == '"') {
+			in_str = true;
+		} else if (ch == '{' || ch == '[') {
+			depth++;
+		} else if (ch == '}' || ch == ']') {
+			if (--depth == 0)
+				return p + 1 - s;
+			if (depth < 0)
+				return 0;
+		}
+	}
+	return 0;
+}
+
+/* unescape_one failed on the escape after a backslash at p: true when the input's end cut a
+ * valid one short (nothing after the backslash, or "u" and fewer than four hex digits), false
+ * for an escape that is wrong whatever follows (a NUL, "\:", "\u01M"). */
+static bool escape_cut(const char *p, const char *end)
+{
+	if (p < end && *p++ != 'u')
+		return false;
+	for (; p < end; p++) {
+		char lower = *p | 0x20;
+
+		if (!(*p >= '0' && *p <= '9') && !(lower >= 'a' && lower <= 'f'))
+			return false;
+	}
+	return true;
+}
+
+static int hex4(const char *p, const char *end, unsigned *v)
+{
+	*v = 0;
+	if (end - p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+
+		*v <<= 4;
+		if (c >= '0' && c <= '9')
+			*v |= c - '0';
+		else if (c >= 'a' && c <= 'f')
+			*v |= c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			*v |= c - 'A' + 10;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+static size_t put_utf8(char *o, unsigned cp)
+{
+	if (cp < 0x80) {
+		o[0] = cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = 0xc0 | cp >> 6;
+		o[1] = 0x80 | (cp & 0x3f);
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = 0xe0 | cp >> 12;
+		o[1] = 0x80 | (cp >> 6 & 0x3f);
+		o[2] = 0x80 | (cp & 0x3f);
+		return 3;
+	}
+	o[0] = 0xf0 | cp >> 18;
+	o[1] = 0x80 | (cp >> 12 & 0x3f);
+	o[2] = 0x80 | (cp >> 6 & 0x3f);
+	o[3] = 0x80 | (cp & 0x3f);
+	return 4;
+}
+
+/* Decodes the escape at p (just after the backslash) into out; returns bytes of input used
+ * (0 if malformed) and sets *n to the bytes written (at most 4). */
+static size_t unescape_one(const char *p, const char *end, char *out, size_t *n)
+{
+	unsigned cp, lo;
+
+	*n = 1;
+	if (p >= end)
+		return 0;
+	switch (*p) {
+	case '"':
+	case '\\':
+	case '/':
+		out[0] = *p;
+		return 1;
+	case 'b':
+		out[0] = '\b';
+		return 1;
+	case 'f':
+		out[0] = '\f';
+		return 1;
+	case 'n':
+		out[0] = '\n';
+		return 1;
+	case 'r':
+		out[0] = '\r';
+		return 1;
+	case 't':
+		out[0] = '\t';
+		return 1;
+	case 'u':
+		if (hex4(p + 1, end, &cp))
+			return 0;
+		if (cp >= 0xd800 && cp < 0xdc00 && end - p >= 11 && p[5] == '\\' && p[6] == 'u' &&
+		    !hex4(p + 7, end, &lo) && lo >= 0xdc00 && lo < 0xe000) {
+			*n = put_utf8(out, 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00));
+			return 11;
+		}
+		if (cp >= 0xd800 && cp < 0xe000)
+			cp = 0xfffd; /* a lone surrogate */
+		*n = put_utf8(out, cp);
+		return 5;
+	}
+	return 0;
+}
+
+size_t json_unescape(const char *s, size_t len, char *out, size_t outlen)
+{
+	const char *p = s + 1, *end = s + len;
+	size_t o = 0;
+
+	if (!len || *s != '"' || !outlen)
+		return 0;
+	while (p < end && *p != '"') {
+		char tmp[4];
+		size_t n = 1, used = 1;
+
+		if (*p == '\\') {
+			used = unescape_one(p + 1, end, tmp, &n);
+			if (!used)
+				return 0;
+			used++;
+		} else {
+			tmp[0] = *p;
+		}
+		if (o + n < outlen) {
+			memcpy(out + o, tmp, n);
+			o += n;
+		}
+		p += used;
+	}
+	out[o < outlen ? o : outlen - 1] = 0;
+	return p < end ? p + 1 - s : 0;
+}
+
+const char *json_object_get(const char *s, size_t len, const char *key, size_t *vlen)
+{
+	const char *p = s, *end = s + len;
+	size_t klen = strlen(key);
+
+	p = skip_ws_mem(p, end);
+	if (p >= end || *p != '{')
+		return NULL;
+	p++;
+	for (;;) {
+		const char *k;
+		size_t n;
+
+		p = skip_ws_mem(p, end);
+		if (p >= end || *p != '"')
+			return NULL;
+		k = p;
+		n = json_value_len(p, end - p);
+		if (!n)
+			return NULL;
+		p = skip_ws_mem(p + n, end);
+		if (p >= end || *p != ':')
+			return NULL;
+		p = skip_ws_mem(p + 1, end);
+		n = json_value_len(p, end - p);
+		if (!n)
+			return NULL;
+		if ((size_t)(p - k) >= klen + 2 && !memcmp(k + 1, key, klen) &&
+		    k[klen + 1] == '"') {
+			*vlen = n;
+			return p;
+		}
+		p = skip_ws_mem(p + n, end);
+		if (p >= end || *p != ',')
+			return NULL;
+		p++;
+	}
+}
+
+int json_us_to_ns(const char *s, size_t len, int64_t *ns)
+{
+	const char *p = s, *end = s + len;
+	bool neg = false;
+	int64_t whole = 0;
+	int frac = 0, digits = 0, round = 0;
+	char buf[64], *e;
+	double v;
+
+	if (p < end && *p == '-') {
+		neg = true;
+		p++;
+	}
+	if (p >= end || *p < '0' || *p > '9')
+		return -EINVAL;
+	for (; p < end && *p >= '0' && *p <= '9'; p++) {
+		/* room for the digit, then for * 1000 + 999 + 1 below */
+		if (whole > (INT64_MAX / 1000 - 10) / 10)
+			goto slow;
+		whole = whole * 10 + (*p - '0');
+	}
+	if (p < end && *p == '.') {
+		p++;
+		for (; p < end && *p >= '0' && *p <= '9'; p++, digits++) {
+			if (digits < 3)
+				frac = frac * 10 + (*p - '0');
+			else if (digits == 3)
+				round = *p >= '5';
+		}
+	}
+	if (p != end)
+		goto slow; /* an exponent */
+	for (; digits < 3; digits++)
+		frac *= 10;
+	*ns = whole * 1000 + frac + round;
+	if (neg)
+		*ns = -*ns;
+	return 0;
+slow:
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	errno = 0;
+	v = strtod(buf, &e);
+	if (errno || *e || !isfinite(v) || fabs(v) > 9e15)
+		return -EINVAL;
+	*ns = llround(v * 1000);
+	return 0;
+}
+
+static bool json_int(const char *s, size_t len, int64_t *v)
+{
+	int64_t ns;
+
+	/* integers, and integral numbers written another way (1e3, 12.0) */
+	if (json_us_to_ns(s, len, &ns) || ns % 1000)
+		return false;
+	*v = ns / 1000;
+	return true;
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+static bool key_is(const char *k, size_t klen, const char *want)
+{
+	size_t n = strlen(want);
+
+	return klen == n + 2 && !memcmp(k + 1, want, n);
+}
+
+/* Unescapes the string value at v into the scratch area; returns it ("" if not a string). */
+static const char *scratch_str(char **o, const char *v, size_t vlen)
+{
+	char *start = *o;
+	size_t n;
+
+	if (!vlen || *v != '"')
+		return "";
+	n = json_unescape(v, vlen, start, vlen);
+	if (!n)
+		return "";
+	*o = start + strlen(start) + 1;
+	return start;
+}
+
+static struct text_span at(const char *text, const char *v, size_t vlen)
+{
+	return (struct text_span){ (uint32_t)(v - text), (uint32_t)vlen };
+}
+
+static int parse_event(struct trace_reader *r, struct trace_event *ev)
+{
+	const char *text = r->val, *p = text, *end = text + r->val_len;
+	char *o;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->text = text;
+	ev->len = r->val_len;
+	ev->name = ev->cat = "";
+	if (r->scratch_cap < r->val_len + 8) {
+		r->scratch_cap = r->val_len + 8;
+		r->scratch = xrealloc(r->scratch, r->scratch_cap, 1);
+	}
+	o = r->scratch;
+	if (*p != '{')
+		return -EINVAL;
+	for (p++;;) {
+		const char *k, *v;
+		size_t klen, vlen;
+
+		p = skip_ws_mem(p, end);
+		if (p < end && *p == '}')
+			return 0;
+		if (p >= end || *p != '"')
+			return -EINVAL;
+		k = p;
+		klen = json_value_len(p, end - p);
+		if (!klen)
+			return -EINVAL;
+		p = skip_ws_mem(p + klen, end);
+		if (p >= end || *p != ':')
+			return -EINVAL;
+		v = skip_ws_mem(p + 1, end);
+		vlen = json_value_len(v, end - v);
+		if (!vlen)
+			return -EINVAL;
+		if (key_is(k, klen, "ph")) {
+			ev->ph = vlen > 2 && *v == '"' ? v[1] : 0;
+		} else if (key_is(k, klen, "name")) {
+			ev->name = scratch_str(&o, v, vlen);
+			ev->name_at = at(text, v, vlen);
+		} else if (key_is(k, klen, "cat")) {
+			ev->cat = scratch_str(&o, v, vlen);
+			ev->cat_at = at(text, v, vlen);
+		} else if (key_is(k, klen, "ts")) {
+			ev->has_ts = !json_us_to_ns(v, vlen, &ev->ts_ns);
+			ev->ts_at = at(text, v, vlen);
+		} else if (key_is(k, klen, "dur")) {
+			ev->has_dur = !json_us_to_ns(v, vlen, &ev->dur_ns);
+		} else if (key_is(k, klen, "pid")) {
+			ev->has_pid = json_int(v, vlen, &ev->pid);
+			ev->pid_at = at(text, v, vlen);
+		} else if (key_is(k, klen, "tid")) {
+			ev->has_tid = json_int(v, vlen, &ev->tid);
+			ev->tid_at = at(text, v, vlen);
+		} else if (key_is(k, klen, "args")) {
+			const char *n;
+			size_t nlen;
+
+			ev->args_at = at(text, v, vlen);
+			n = json_object_get(v, vlen, "name", &nlen);
+			if (n && *n == '"')
+				ev->arg_name = scratch_str(&o, n, nlen);
+		} else if (key_is(k, klen, "id")) {
+			ev->id_at = at(text, v, vlen);
+		} else if (key_is(k, klen, "bind_id")) {
+			ev->bind_id_at = at(text, v, vlen);
+		}
+		p = skip_ws_mem(v + vlen, end);
+		if (p < end && *p == ',')
+			p++;
+		else if (p >= end || *p != '}')
+			return -EINVAL;
+	}
+}
+
+/* ---- the top-level walk -------------------------------------------------------------- */
+
+static int read_key(struct trace_reader *r, char *key, size_t len)
+{
+	int ret = scan_value(r, true);
+
+	if (ret == -E2BIG) {
+		key[0] = 0;
+		return 0;
+	}
+	if (ret)
+		return ret;
+	if (!json_unescape(r->val, r->val_len, key, len))
+		return -EINVAL;
+	return 0;
+}
+
+/* The end of the input where more was expected: a truncated file, or a read error. */
+static int cut_short(struct trace_reader *r)
+{
+	if (r->err)
+		return r->err;
+	r->truncated = true;
+	r->st = ST_DONE;
+	return 0;
+}
+
+static int emit_sched_line(struct trace_reader *r, struct trace_item *it)
+{
+	size_t n = r->sline_len;
+
+	r->sline_len = 0;
+	if (n && r->sline[n - 1] == '\r')
+		n--;
+	if (!n)
+		return 0;
+	r->sline[n] = 0;
+	it->type = TI_SCHED;
+	it->text = r->sline;
+	it->len = n;
+	return 1;
+}
+
+static void sched_byte(struct trace_reader *r, char c)
+{
+	if (r->sline_len < TR_MAX_SCHED_LINE)
+		r->sline[r->sline_len++] = c;
+}
+
+/* Inside the systemTraceEvents string: 1 with a line, 0 at its end (state moved on). */
+static int next_sched(struct trace_reader *r, struct trace_item *it)
+{
+	bool want = r->want & TR_SCHED;
+
+	for (;;) {
+		const char *p, *end;
+
+		if (r->pos == r->len && !refill(r))
+			return cut_short(r) ? r->err : 0;
+		p = r->buf + r->pos;
+		end = r->buf + r->len;
+		for (; p < end; p++) {
+			char c = *p, tmp[4];
+			size_t n, used;
+
+			if (c == '"') {
+				r->pos = p + 1 - r->buf;
+				r->st = ST_KEY;
+				return want ? emit_sched_line(r, it) : 0;
+			}
+			if ((unsigned char)c < 0x20) /* JSON strings hold no raw control bytes */
+				return fail(r, -EINVAL, "control character in systemTraceEvents");
+			if (c != '\\') { /* a run of plain bytes */
+				const char *q = p + 1;
+
+				while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+					q++;
+				if (want) {
+					size_t n = q - p, room = TR_MAX_SCHED_LINE - r->sline_len;
+
+					memcpy(r->sline + r->sline_len, p, n < room ? n : room);
+					r->sline_len += n < room ? n : room;
+				}
+				p = q - 1;
+				continue;
+			}
+			/* an escape (at most 12 bytes) may cross the end of the buffer */
+			if (end - p < 13 && !r->eof) {
+				r->pos = p - r->buf;
+				ensure(r, 13);
+				if (r->err)
+					return r->err;
+				goto next;
+			}
+			if (!want) {
+				p++;
+				continue;
+			}
+			used = unescape_one(p + 1, end, tmp, &n);
+			/* cut short inside an escape, not a complete escape that is invalid */
+			if (!used && r->eof && escape_cut(p + 1, end)) {
+				r->pos = r->len; /* the file ends inside the escape */
+				return cut_short(r);
+			}
+			if (!used)
+				return fail(r, -EINVAL, "bad escape in systemTraceEvents");
+			p += used;
+			if (n == 1 && tmp[0] == '\n') {
+				r->pos = p + 1 - r->buf;
+				if (emit_sched_line(r, it))
+					return 1;
+				goto next;
+			}
+			for (size_t i = 0; i < n; i++)
+				sched_byte(r, tmp[i]);
+		}
+		r->pos = r->len;
+next:;
+	}
+}
+
+int trace_reader__next(struct trace_reader *r, struct trace_item *it)
+{
+	char key[64];
+	int c, ret;
+
+	memset(it, 0, sizeof(*it));
+	for (;;) {
+		if (r->err)
+			return r->err;
+		switch (r->st) {
+		case ST_START:
+			c = skip_ws(r);
+			if (c == '{') {
+				r->st = ST_FIRST_KEY;
+			} else if (c == '[') {
+				r->top_array = r->saw_events = true;
+				r->st = ST_FIRST_EVENT;
+			} else if (c < 0) {
+				return r->err ? r->err : fail(r, -EINVAL, "the file is empty");
+			} else {
+				return fail(r, -EINVAL,
+					    "not a Chrome trace: JSON must start with { or [");
+			}
+			r->pos++;
+			break;
+		case ST_FIRST_KEY:
+		case ST_KEY:
+			c = skip_ws(r);
+			if (c < 0)
+				return cut_short(r);
+			if (c == '}') {
+				r->pos++;
+				r->st = ST_DONE;
+				break;
+			}
+			if (r->st == ST_KEY) {
+				if (c != ',')
+					return fail(r, -EINVAL,
+						    "expected ',' or '}' after a value");
+				r->pos++;
+				c = skip_ws(r);
+			}
+			if (c < 0)
+				return cut_short(r);
+			if (c != '"')
+				return fail(r, -EINVAL, "expected a key");
+			ret = read_key(r, key, sizeof(key));
+			if (ret == -ENODATA)
+				return cut_short(r);
+			if (ret)
+				return fail(r, ret, "malformed key");
+			c = skip_ws(r);
+			if (c < 0)
+				return cut_short(r);
+			if (c != ':')
+				return fail(r, -EINVAL, "expected ':' after \"%s\"", key);
+			r->pos++;
+			c = skip_ws(r);
+			if (c < 0)
+				return cut_short(r);
+			r->st = ST_KEY;
+			if (!strcmp(key, "traceEvents") && c == '[') {
+				r->pos++;
+				r->saw_events = true;
+				r->st = ST_FIRST_EVENT;
+				break;
+			}
+			if (!strcmp(key, "systemTraceEvents") && c == '"') {
+				r->pos++;
+				r->sline_len = 0;
+				r->st = ST_SCHED;
+				break;
+			}
+			ret = scan_value(r, !strcmp(key, "metadata") && (r->want & TR_METADATA));
+			if (ret == -ENODATA)
+				return cut_short(r);
+			if (ret == -E2BIG) {
+				r->oversized++;
+				break;
+			}
+			if (ret)
+				return fail(r, ret, "malformed value of \"%s\"", key);
+			if (!strcmp(key, "metadata") && (r->want & TR_METADATA)) {
+				it->type = TI_METADATA;
+				it->text = r->val;
+				it->len = r->val_len;
+				return 1;
+			}
+			break;
+		case ST_FIRST_EVENT:
+		case ST_EVENT:
+			c = skip_ws(r);
+			if (c < 0)
+				return cut_short(r);
+			if (c == ',' && r->st == ST_EVENT) {
+				r->pos++;
+				c = skip_ws(r);
+				if (c < 0)
+					return cut_short(r);
+			} else if (c != ']' && r->st == ST_EVENT) {
+				return fail(r, -EINVAL, "expected ',' or ']' between events");
+			}
+			if (c == ']') { /* also after a trailing comma, which viewers accept */
+				r->pos++;
+				r->st = r->top_array ? ST_DONE : ST_KEY;
+				break;
+			}
+			r->st = ST_EVENT;
+			ret = scan_value(r, r->want & TR_EVENTS);
+			if (ret == -ENODATA)
+				return cut_short(r);
+			if (ret == -E2BIG) {
+				r->oversized++;
+				break;
+			}
+			if (ret)
+				return fail(r, ret, "malformed event");
+			if (!(r->want & TR_EVENTS))
+				break;
+			if (parse_event(r, &it->ev))
+				return fail(r, -EINVAL,
+					    "an event that is not a well-formed object");
+			it->type = TI_EVENT;
+			return 1;
+		case ST_SCHED:
+			ret = next_sched(r, it);
+			if (ret)
+				return ret;
+			break;
+		case ST_DONE:
+			return 0;
+		}
+	}
+}
+
+/* ---- ftrace lines ---------------------------------------------------------------------- */
+
+static bool digits(const char *p, const char *end, int64_t *v, const char **after)
+{
+	const char *s = p;
+
+	*v = 0;
+	while (p < end && *p >= '0' && *p <= '9' && p - s < 18)
+		*v = *v * 10 + (*p++ - '0');
+	*after = p;
+	return p > s;
+}
+
+static const char *find(const char *p, const char *end, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	for (; p + n <= end; p++)
+		if (*p == needle[0] && !memcmp(p, needle, n))
+			return p;
+	return NULL;
+}
+
+/* The number after key (e.g. " next_pid="), searched from p. */
+static bool field(const char *line, const char *p, const char *end, const char *key, int64_t *v,
+		  struct text_span *where)
+{
+	const char *k = find(p, end, key), *after;
+
+	if (!k)
+		return false;
+	k += strlen(key);
+	if (!digits(k, end, v, &after))
+		return false;
+	*where = (struct text_span){ (uint32_t)(k - line), (uint32_t)(after - k) };
+	return true;
+}
+
+int ftrace_line__parse(const char *line, size_t len, struct ftrace_line *out)
+{
+	const char *end = line + len, *p, *cpu, *cpu_end, *task_end, *dash, *ts, *after, *ev;
+	int64_t v, frac = 0;
+	int fd = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->tgid = -1;
+	p = skip_ws_mem(line, end);
+	if (p >= end || *p == '#')
+		return -EINVAL;
+	/* the CPU field " [NNN] " ends the task part, which may hold " (tgid)" */
+	for (cpu = p; (cpu = find(cpu, end, " [")); cpu++) {
+		if (digits(cpu + 2, end, &v, &after) && after < end && *after == ']')
+			break;
+	}
+	if (!cpu)
+		return -EINVAL;
+	out->cpu = (int)v;
+	cpu_end = after + 1;
+	task_end = cpu;
+	while (task_end > p && task_end[-1] == ' ')
+		task_end--;
+	if (task_end > p && task_end[-1] == ')') {
+		const char *open = task_end - 1;
+
+		while (open > p && *open != '(')
+			open--;
+		if (*open != '(')
+			return -EINVAL;
+		const char *t = skip_ws_mem(open + 1, task_end);
+
+		if (digits(t, task_end, &v, &after)) {
+			out->tgid = v;
+			out->tgid_at = (struct text_span){ (uint32_t)(t - line),
+							   (uint32_t)(after - t) };
+		}
+		task_end = open;
+		while (task_end > p && task_end[-1] == ' ')
+			task_end--;
+	}
+	/* "comm-tid": the tid follows the last '-' */
+	for (dash = task_end - 1; dash > p && *dash != '-'; dash--)
+		;
+	if (*dash != '-' || !digits(dash + 1, task_end, &out->tid, &after) || after != task_end)
+		return -EINVAL;
+	out->tid_at = (struct text_span){ (uint32_t)(dash + 1 - line),
+					  (uint32_t)(after - dash - 1) };
+	/* after "] ": optional flags, then "secs.frac: " */
+	p = cpu_end;
+	for (;;) {
+		p = skip_ws_mem(p, end);
+		if (p >= end)
+			return -EINVAL;
+		ts = p;
+		if (digits(p, end, &v, &after) && after < end && *after == '.')
+			break;
+		while (p < end && *p != ' ')
+			p++;
+	}
+	p = after + 1;
+	while (p < end && *p >= '0' && *p <= '9') {
+		if (fd < 9) {
+			frac = frac * 10 + (*p - '0');
+			fd++;
+		}
+		p++;
+	}
+	if (p >= end || *p != ':')
+		return -EINVAL;
+	for (; fd < 9; fd++)
+		frac *= 10;
+	out->ts_ns = v * 1000000000 + frac;
+	out->ts_at = (struct text_span){ (uint32_t)(ts - line), (uint32_t)(p - ts) };
+	ev = skip_ws_mem(p + 1, end);
+	p = find(ev, end, ":");
+	if (!p)
+		return -EINVAL;
+#define IS_EVENT(s) ((size_t)(p - ev) == strlen(s) && !memcmp(ev, s, strlen(s)))
+	if (IS_EVENT("sched_switch")) {
+		const char *st;
+
+		out->kind = FT_SWITCH;
+		if (!field(line, p, end, " prev_pid=", &out->prev_tid, &out->a_at) ||
+		    !field(line, p, end, " next_pid=", &out->next_tid, &out->b_at))
+			return -EINVAL;
+		st = find(p, end, " prev_state=");
+		if (!st)
+			return -EINVAL;
+		st += strlen(" prev_state=");
+		for (int i = 0; i < 3 && st < end && *st != ' '; i++)
+			out->prev_state[i] = *st++;
+	} else if (IS_EVENT("sched_waking") || IS_EVENT("sched_wakeup") ||
+		   IS_EVENT("sched_wakeup_new")) {
+		out->kind = IS_EVENT("sched_waking") ? FT_WAKING :
+			    IS_EVENT("sched_wakeup") ? FT_WAKEUP :
+						       FT_WAKEUP_NEW;
+		if (!field(line, p, end, " pid=", &out->woken_tid, &out->a_at))
+			return -EINVAL;
+	} else {
+		out->kind = FT_OTHER;
+	}
+#undef IS_EVENT
+	return 0;
+}
