@@ -34,8 +34,8 @@ FUZZ_ENV := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 FUZZ_SRCS_probe_pack := probe/probe_spec util/util
 FUZZ_SRCS_probe_spec := probe/probe_spec util/util
 FUZZ_SRCS_elf_syms := elf/elf_syms
-FUZZ_SRCS_json_escape := trace/trace_writer util/util
-FUZZ_SRCS_trace_reader := trace/trace_reader util/util
+FUZZ_SRCS_json_escape := trace/json_text
+FUZZ_SRCS_trace_reader := trace/trace_reader trace/ftrace_line util/util
 # Small read buffers, so that inputs of a few KB cross buffer boundaries (where escapes and
 # values are split); the code reads 1 MiB at a time otherwise.
 FUZZ_OBJ_CFLAGS_trace/trace_reader := -DTRACE_READER_READ_SIZE=61

@@ -7,7 +7,7 @@
  * only where the next unit would not fit, never beyond len - 1 bytes plus the NUL, never reading
  * more than max bytes of the input. */
 #include "fuzz.h"
-#include "trace/trace_writer.h"
+#include "trace/json_text.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "trace/ftrace_line.h"
+#include "trace/json_text.h"
 #include "trace/trace_writer.h"
 #include "unit.h"
 

@@ -2,8 +2,8 @@
 #include "analyze/report.h"
 #include "analyze/report_html.h"
 #include "cmd/commands.h"
+#include "trace/json_text.h"
 #include "trace/trace_reader.h"
-#include "trace/trace_writer.h"
 #include "util/util.h"
 
 #include <cjson/cJSON.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record/threads.h"
+#include "trace/ftrace_line.h"
 #include "util/util.h"
 
 #include <stdlib.h>

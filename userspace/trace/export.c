@@ -5,9 +5,9 @@
  * name a thread after its spans), the second writes the rows, naming each span's thread as it
  * was named at that point of the file when it was, so renames are kept. */
 #include "cmd/commands.h"
+#include "trace/json_text.h"
 #include "trace/outfile.h"
 #include "trace/trace_reader.h"
-#include "trace/trace_writer.h"
 #include "util/util.h"
 
 #include <errno.h>

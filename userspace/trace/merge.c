@@ -16,9 +16,9 @@
  * lines are merged in time order with one reader per input; metadata becomes
  * {"merged": [meta_A, meta_B, ...], "merge": {how}, t0 and duration of the merged zero}. */
 #include "cmd/commands.h"
+#include "trace/json_text.h"
 #include "trace/outfile.h"
 #include "trace/trace_reader.h"
-#include "trace/trace_writer.h"
 #include "util/util.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
 /* `tracer repair FILE`: closes a trace that was cut short (tracer killed with SIGKILL, the
  * machine lost power). Every complete event line is kept; the end of the file is rewritten. */
 #include "cmd/commands.h"
-#include "trace/trace_writer.h"
+#include "trace/json_text.h"
 #include "util/util.h"
 
 #include <cjson/cJSON.h>

@@ -9,6 +9,8 @@
 #ifndef TRACER_TRACE_READER_H
 #define TRACER_TRACE_READER_H
 
+#include "trace/ftrace_line.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,11 +33,6 @@ enum trace_item_type {
 	TI_EVENT,
 	TI_SCHED,
 	TI_METADATA,
-};
-
-/* Where a value sits in the event's text (len 0: absent), so that merge can rewrite it. */
-struct text_span {
-	uint32_t off, len;
 };
 
 struct trace_event {
@@ -87,31 +84,5 @@ size_t json_value_len(const char *s, size_t len);
 /* Looks up key in the JSON object at s and returns where its value starts (length in *vlen),
  * or NULL. Only the object's own keys are searched. */
 const char *json_object_get(const char *s, size_t len, const char *key, size_t *vlen);
-
-/* One ftrace text line, as tracer (and the kernel's trace file) writes it:
- * "comm-tid (tgid) [cpu] flags secs.frac: event: payload". */
-enum ftrace_kind {
-	FT_OTHER,
-	FT_SWITCH,
-	FT_WAKING,
-	FT_WAKEUP,
-	FT_WAKEUP_NEW,
-};
-
-struct ftrace_line {
-	enum ftrace_kind kind;
-	int64_t ts_ns;
-	int cpu;
-	int64_t tid, tgid;	   /* the line's task (waker, prev); tgid -1 if absent */
-	int64_t prev_tid, next_tid; /* FT_SWITCH */
-	char prev_state[4];	   /* FT_SWITCH: "R", "R+", "S", "D", ... */
-	int64_t woken_tid;	   /* FT_WAKING, FT_WAKEUP, FT_WAKEUP_NEW */
-	/* numbers to rewrite (merge): the task's tid and tgid, the time, and prev_pid= / pid=
-	 * (a) and next_pid= (b) */
-	struct text_span tid_at, tgid_at, ts_at, a_at, b_at;
-};
-
-/* 0, or -EINVAL for a line that is not an event (comments, blank lines, other formats). */
-int ftrace_line__parse(const char *line, size_t len, struct ftrace_line *out);
 
 #endif

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "trace/trace_writer.h"
+#include "trace/ftrace_line.h"
+#include "trace/json_text.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -209,112 +211,9 @@ static char *put(char *p, const char *s)
 	return p + n;
 }
 
-static char *put_u64(char *p, uint64_t v)
-{
-	char tmp[24];
-	int n = 0;
-
-	do {
-		tmp[n++] = '0' + v % 10;
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
-size_t fmt_us(char *out, uint64_t ns)
-{
-	char *p = put_u64(out, ns / 1000);
-	unsigned frac = ns % 1000;
-
-	*p++ = '.';
-	*p++ = '0' + frac / 100;
-	*p++ = '0' + frac / 10 % 10;
-	*p++ = '0' + frac % 10;
-	*p = 0;
-	return p - out;
-}
-
 static char *put_us(char *p, uint64_t ns)
 {
 	return p + fmt_us(p, ns);
-}
-
-/* Length of the valid UTF-8 sequence at s (at most max bytes), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t max)
-{
-	size_t n;
-	unsigned c = s[0], min;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, min = 0x10000;
-	else
-		return 0;
-	if (n > max)
-		return 0;
-	unsigned cp = c & (0x3f >> (n - 1));
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
-size_t json_escape(char *out, size_t len, const char *s, size_t max)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)s;
-	size_t o = 0, i = 0;
-
-	if (!len)
-		return 0;
-	while (i < max && p[i]) {
-		unsigned c = p[i];
-		char esc[8];
-		size_t n = 0, take = 1;
-
-		if (c == '"' || c == '\\') {
-			esc[n++] = '\\';
-			esc[n++] = c;
-		} else if (c == '\n' || c == '\t' || c == '\r') {
-			esc[n++] = '\\';
-			esc[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
-		} else if (c < 0x20 || c == 0x7f) {
-			memcpy(esc, "\\u00", 4);
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			n = 6;
-		} else if (c < 0x80) {
-			esc[n++] = c;
-		} else {
-			take = utf8_len(p + i, strnlen(s + i, max - i));
-			if (take) {
-				memcpy(esc, p + i, take);
-				n = take;
-			} else {
-				memcpy(esc, "\xef\xbf\xbd", 3); /* U+FFFD */
-				n = 3;
-				take = 1;
-			}
-		}
-		if (o + n >= len)
-			break;
-		memcpy(out + o, esc, n);
-		o += n;
-		i += take;
-	}
-	out[o] = 0;
-	return o;
 }
 
 /* A string field's value, escaped and bounded (names from the target are untrusted). */
@@ -361,9 +260,9 @@ void trace_writer__process_name(struct trace_writer *w, int pid, const char *nam
 	char *p = reserve(w);
 
 	p = put(p, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-	p = put_u64(p, pid);
+	p = json_put_u64(p, pid);
 	p = put(p, ",\"tid\":");
-	p = put_u64(p, pid);
+	p = json_put_u64(p, pid);
 	p = put(p, ",\"args\":{\"name\":");
 	p = put_str(p, name, 256);
 	commit(w, put(p, "}},\n"));
@@ -374,9 +273,9 @@ void trace_writer__thread_name(struct trace_writer *w, int pid, int tid, const c
 	char *p = reserve(w);
 
 	p = put(p, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-	p = put_u64(p, pid);
+	p = json_put_u64(p, pid);
 	p = put(p, ",\"tid\":");
-	p = put_u64(p, tid);
+	p = json_put_u64(p, tid);
 	p = put(p, ",\"args\":{\"name\":");
 	p = put_str(p, name, COMM_LEN);
 	commit(w, put(p, "}},\n"));
@@ -391,17 +290,17 @@ static char *put_i64(char *p, int64_t v)
 {
 	if (v < 0) {
 		*p++ = '-';
-		return put_u64(p, -(uint64_t)v);
+		return json_put_u64(p, -(uint64_t)v);
 	}
-	return put_u64(p, v);
+	return json_put_u64(p, v);
 }
 
 static char *put_pid_tid(char *p, int pid, int tid)
 {
 	p = put(p, ",\"pid\":");
-	p = put_u64(p, pid);
+	p = json_put_u64(p, pid);
 	p = put(p, ",\"tid\":");
-	return put_u64(p, tid);
+	return json_put_u64(p, tid);
 }
 
 /* ,"args":{...} with the span's own members and the incomplete mark. */
@@ -477,108 +376,29 @@ void trace_writer__flow(struct trace_writer *w, uint64_t id, int from_pid, int f
 	char *p = reserve(w);
 
 	p = put(p, "{\"ph\":\"s\",\"name\":\"wakeup\",\"cat\":\"wakeup\",\"id\":");
-	p = put_u64(p, id);
+	p = json_put_u64(p, id);
 	p = put(p, ",\"ts\":");
 	p = put_us(p, rel(w, from_ns));
 	p = put_pid_tid(p, from_pid, from_tid);
 	commit(w, put(p, "},\n"));
 	p = reserve(w);
 	p = put(p, "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"wakeup\",\"cat\":\"wakeup\",\"id\":");
-	p = put_u64(p, id);
+	p = json_put_u64(p, id);
 	p = put(p, ",\"ts\":");
 	p = put_us(p, rel(w, to_ns));
 	p = put_pid_tid(p, to_pid, to_tid);
 	commit(w, put(p, "},\n"));
 }
 
-/* ftrace's text format, in the form both importers' line parsers accept (Perfetto's
- * systrace_line_tokenizer and catapult's ftrace_importer with tgid): "comm-tid (tgid) [cpu] flags
- * secs: event: payload". A comm keeps the kernel's text; characters that would break those
- * parsers (white space, brackets, control bytes) become '_'. */
-static void ftrace_comm(char out[COMM_LEN], const char *comm)
-{
-	int i;
-
-	for (i = 0; i < COMM_LEN - 1 && comm[i]; i++) {
-		unsigned char c = comm[i];
-
-		out[i] = c <= ' ' || c == 0x7f || c == '[' || c == ']' ? '_' : c;
-	}
-	if (!i)
-		out[i++] = '?';
-	out[i] = 0;
-}
-
-static void ftrace_tgid(char out[16], uint32_t tgid)
-{
-	if (tgid)
-		snprintf(out, 16, "%7u", tgid);
-	else
-		snprintf(out, 16, "  -----");
-}
-
-/* Nanoseconds: Perfetto reads any number of decimals, catapult too. */
-static void ftrace_ts(char out[32], uint64_t rel_ns)
-{
-	snprintf(out, 32, "%llu.%09llu", (unsigned long long)(rel_ns / 1000000000),
-		 (unsigned long long)(rel_ns % 1000000000));
-}
-
-/* The letters both importers know. sched_switch passes the raw __state: a preempted task is
- * runnable whatever it says, and TASK_NOLOAD marks an idle wait rather than a blocked one. */
-const char *ftrace_prev_state(uint32_t state, bool preempt)
-{
-	if (preempt)
-		return "R+";
-	if (!state)
-		return "R";
-	if (state & 0x400 /* TASK_NOLOAD */)
-		return "S";
-	if (state & 1)
-		return "S";
-	if (state & 2)
-		return "D";
-	if (state & 4)
-		return "T";
-	if (state & 8)
-		return "t";
-	if (state & 0x20)
-		return "Z";
-	if (state & (0x10 | 0x80))
-		return "X";
-	return "S";
-}
-
 void trace_writer__switch(struct trace_writer *w, const struct switch_rec *r)
 {
-	char prev[COMM_LEN], next[COMM_LEN], ts[32], tgid[16];
-
-	ftrace_comm(prev, r->prev_comm);
-	ftrace_comm(next, r->next_comm);
-	ftrace_tgid(tgid, r->prev_pid);
-	ftrace_ts(ts, rel(w, r->ts));
-	w->sched_bytes += fprintf(w->sched,
-		"%16s-%-7u (%s) [%03u] d..2 %s: sched_switch: prev_comm=%s prev_pid=%u "
-		"prev_prio=%u prev_state=%s ==> next_comm=%s next_pid=%u next_prio=%u\n",
-		prev, r->prev_tid, tgid, r->cpu, ts, prev, r->prev_tid, r->prev_prio,
-		ftrace_prev_state(r->prev_state, r->preempt), next, r->next_tid, r->next_prio);
+	w->sched_bytes += ftrace_line__print_switch(w->sched, rel(w, r->ts), r);
 	w->sched_lines++;
 }
 
-/* Perfetto reads sched_waking, catapult sched_wakeup (with success=): both are written. */
 void trace_writer__wakeup(struct trace_writer *w, const struct wakeup_rec *r)
 {
-	static const char *const kinds[] = { "sched_waking", "sched_wakeup", "sched_wakeup_new" };
-	char comm[COMM_LEN], waker[COMM_LEN], ts[32], tgid[16];
-
-	ftrace_comm(comm, r->comm);
-	ftrace_comm(waker, r->waker_comm);
-	ftrace_tgid(tgid, r->waker_pid);
-	ftrace_ts(ts, rel(w, r->ts));
-	w->sched_bytes += fprintf(w->sched,
-		"%16s-%-7u (%s) [%03u] d..2 %s: %s: comm=%s pid=%u prio=%u%s target_cpu=%03u\n",
-		waker, r->waker_tid, tgid, r->cpu, ts, kinds[r->kind % 3], comm, r->tid, r->prio,
-		r->kind == WAKEUP_WAKING ? "" : " success=1", r->target_cpu);
+	w->sched_bytes += ftrace_line__print_wakeup(w->sched, rel(w, r->ts), r);
 	w->sched_lines++;
 }
 

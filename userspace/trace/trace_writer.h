@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The Chrome Trace Event JSON writer (see shared/trace-format.md): one event per line inside
+/* The Chrome Trace Event JSON writer (rules in doc/trace-format.md): one event per line inside
  * "traceEvents"; scheduler events as ftrace text in "systemTraceEvents", which both Perfetto and
  * catapult turn into native thread states and CPU tracks; a "metadata" object last. Output is a
  * plain file or gzip (".gz"). */
@@ -48,16 +48,5 @@ int trace_writer__error(const struct trace_writer *w);
  * room for the end (without the scheduler text), so it stays a valid trace. */
 int trace_writer__close(struct trace_writer *w, uint64_t end_ns, const char *stop_reason,
 			const char *metadata_json);
-
-/* Escapes s (at most max bytes) as the inside of a JSON string: quotes, backslashes, control
- * characters; bytes that are not valid UTF-8 become U+FFFD. Writes at most len-1 bytes plus NUL
- * and returns the length written. */
-size_t json_escape(char *out, size_t len, const char *s, size_t max);
-
-/* The sched_switch prev_state letter(s) for a raw task state. */
-const char *ftrace_prev_state(uint32_t state, bool preempt);
-
-/* Formats ns as microseconds with exactly three decimals ("1234.567"). Returns the length. */
-size_t fmt_us(char *out, uint64_t ns);
 
 #endif
