@@ -2,6 +2,7 @@
 /* Function spans: the uprobe pushes a frame on the thread's stack, the uretprobe pops it and
  * submits one completed span. The BPF cookie is the probe id (userspace's probe table). */
 #include "tracer.bpf.h"
+#include "python.bpf.h"
 
 const volatile __u64 min_dur_ns = 0;
 const volatile __u64 wakeup_bytes = 2 << 20;
@@ -108,6 +109,8 @@ int BPF_KPROBE(span_enter)
 	f->flags = cfg->flags;
 	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))
 		capture_entry(ctx, cfg, &f->cap);
+	/* the Python line that called this native function, at the span's own start */
+	py_read(now, PY_READ_PROBE);
 	/* No return probe (Go, C++ exceptions, coroutines): the call is an instant. The frame
 	 * slot is only scratch space; the stack does not grow. */
 	if (cfg->flags & PROBE_ENTRY_ONLY) {

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* What the other BPF files call in bpf/python.bpf.c (BPF side only). */
+#ifndef TRACER_PYTHON_BPF_H
+#define TRACER_PYTHON_BPF_H
+
+#include "events.h"
+
+/* Reads the current thread's Python stack if its process runs a known interpreter, and submits
+ * it when it changed since the last read (enum py_read_reason). Always returns 0. */
+int py_read(__u64 ts, __u32 reason);
+
+#endif
