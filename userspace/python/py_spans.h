@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* Python function spans from a thread's sequence of stack reads (bpf/python.bpf.c): a frame
+ * starts at the first read that shows it and ends at the first read that no longer does. Reads
+ * come when the thread leaves the CPU (its stack cannot change until it runs again, so those
+ * edges are exact), on a periodic tick and at native probe hits (edges within one tick).
+ *
+ * Native spans on the same thread must nest with these: a native call's Python ancestors are
+ * the frames open at its entry read (same timestamp as the span's start), and they outlive it;
+ * frames first seen after its start were called from inside it (a callback into Python), so
+ * they are closed no later than its end. */
+#ifndef TRACER_PY_SPANS_H
+#define TRACER_PY_SPANS_H
+
+#include "events.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One frame of a thread's open Python stack. */
+struct py_open {
+	uint64_t code;
+	uint64_t parent_instr; /* where the caller was when this frame was first seen */
+	uint64_t instr;	       /* this frame's latest instruction */
+	uint64_t start;
+};
+
+struct py_spans_ops {
+	/* A finished span: code object `code` of process pid ran on tid over [start, end]. */
+	void (*span)(void *ctx, int pid, int tid, uint64_t code, uint64_t start, uint64_t end,
+		     bool incomplete);
+};
+
+struct py_spans;
+
+struct py_spans *py_spans__new(const struct py_spans_ops *ops, void *ctx);
+void py_spans__free(struct py_spans *s);
+/* One ring record of type REC_PY_STACK, size bytes long. */
+void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t size);
+/* A native span [start, end] completed on tid. Closes the Python frames it called (at end) and
+ * returns the innermost frame open at its start (its caller), or false if there is none. */
+bool py_spans__on_native(struct py_spans *s, int pid, int tid, uint64_t start, uint64_t end,
+			 struct py_open *caller);
+/* The thread exited at ts: its frames end there. */
+void py_spans__thread_exit(struct py_spans *s, int pid, int tid, uint64_t ts);
+/* Every thread of pid (0: all) ends its frames at ts, marked incomplete (recording stopped,
+ * or the process ran exec). */
+void py_spans__close_all(struct py_spans *s, int pid, uint64_t ts);
+
+/* Reads seen, and those left out because frames were missing (truncated or unreadable). */
+uint64_t py_spans__reads(const struct py_spans *s);
+uint64_t py_spans__partial_reads(const struct py_spans *s);
+
+#endif
