@@ -83,7 +83,7 @@ int main(void)
 	F(keys_kind, offsetof(PyDictKeysObject, dk_kind));
 	F(keys_nentries, offsetof(PyDictKeysObject, dk_nentries));
 	F(keys_indices, offsetof(PyDictKeysObject, dk_indices));
-	F(keys_unicode_kind, DICT_KEYS_UNICODE);
+	F(keys_general_kind, DICT_KEYS_GENERAL); /* the others (unicode, split) have str keys */
 	F(entry_size, sizeof(PyDictKeyEntry));
 	F(entry_key, offsetof(PyDictKeyEntry, me_key));
 	F(entry_value, offsetof(PyDictKeyEntry, me_value));

@@ -20,7 +20,7 @@ struct py_offsets {
 	uint32_t str_ascii_data, str_compact_data;
 	uint32_t dict_keys, dict_values, dict_used;
 	uint32_t keys_log2_size, keys_log2_index_bytes, keys_kind, keys_nentries, keys_indices;
-	uint32_t keys_unicode_kind, entry_size, entry_key, entry_value;
+	uint32_t keys_general_kind, entry_size, entry_key, entry_value;
 	uint32_t uentry_size, uentry_key, uentry_value;
 	uint32_t module_dict, long_digits, long_digit_bits;
 	uint32_t managed_dict_before, managed_values_before;
