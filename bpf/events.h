@@ -175,18 +175,21 @@ enum counter {
 
 /* Python frames (bpf/python.bpf.c). A thread's Python stack is read when it leaves the CPU, on
  * a periodic on-CPU tick, and when it enters a probed native function; a read that finds the
- * same innermost frame at the same instruction as the previous one is not submitted. */
+ * same innermost frame at the same instruction as the previous one is submitted without its
+ * frames (PY_SAME): userspace still learns when the stack was last seen. */
 #define PY_MAX_FRAMES 64
 
 enum py_read_reason {
-	PY_READ_SWITCH, /* the thread left the CPU: its stack is exact until it runs again */
-	PY_READ_TICK,	/* the periodic on-CPU tick */
-	PY_READ_PROBE,	/* a probed native function was entered: ts equals the span's start_ns */
+	PY_READ_PREEMPT, /* the thread left the CPU runnable: its stack holds until it runs again */
+	PY_READ_BLOCK,	 /* the thread left the CPU to wait (sleep, lock, I/O) */
+	PY_READ_TICK,	 /* the periodic on-CPU tick */
+	PY_READ_PROBE,	 /* a probed native function was entered: ts equals the span's start_ns */
 };
 
 enum py_read_flags {
 	PY_TRUNCATED = 1, /* deeper than PY_MAX_FRAMES: frames[] misses the outermost ones */
 	PY_FAULT = 2,	  /* a frame could not be read: frames[] ends early */
+	PY_SAME = 4,	  /* the same stack as the last read: no frames follow (depth 0) */
 };
 
 /* Where the interpreter of one traced process keeps its threads and frames: the addresses

@@ -178,15 +178,23 @@ __hidden int py_read(__u64 ts, __u32 reason)
 	if (!tstate)
 		return 0;
 	frame = read_ptr(read_ptr(tstate + cfg->tstate_cframe) + cfg->cframe_current_frame);
-	if (frame && read_frame(cfg, frame, &top, &next))
-		frame = 0;
-	/* Same innermost frame at the same instruction: the same stack, nothing new to say. */
-	if (th->submitted && frame == th->top_frame && top.code == th->top_code &&
-	    top.instr == th->top_instr)
-		return 0;
 	rec = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!rec)
 		return 0;
+	if (frame && read_frame(cfg, frame, &top, &next)) {
+		/* not an empty stack: a stack that could not be read (userspace skips it) */
+		flags = PY_FAULT;
+		frame = 0;
+		count(CNT_PY_FAULTS);
+		goto submit;
+	}
+	/* Same innermost frame at the same instruction: the same stack, only the time is news. */
+	if (th->submitted && frame == th->top_frame && top.code == th->top_code &&
+	    top.instr == th->top_instr) {
+		flags = PY_SAME;
+		frame = 0;
+		goto submit;
+	}
 	th->submitted = 1;
 	th->top_frame = frame;
 	th->top_code = top.code;
@@ -211,6 +219,7 @@ __hidden int py_read(__u64 ts, __u32 reason)
 		flags |= PY_TRUNCATED;
 		count(CNT_PY_TRUNCATED);
 	}
+submit:
 	rec->type = REC_PY_STACK;
 	rec->reason = reason;
 	rec->pid = tgid;
@@ -228,15 +237,17 @@ __hidden int py_read(__u64 ts, __u32 reason)
 		th->submitted = 0;
 		return 0;
 	}
-	count(CNT_PY_READS);
+	if (!(flags & PY_SAME))
+		count(CNT_PY_READS);
 	return 0;
 }
 
 /* The thread leaving the CPU is still current here: its stack is exact until it runs again. */
 SEC("tp_btf/sched_switch")
-int BPF_PROG(py_on_switch, bool preempt, struct task_struct *prev)
+int BPF_PROG(py_on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
 {
-	return py_read(bpf_ktime_get_ns(), PY_READ_SWITCH);
+	return py_read(bpf_ktime_get_ns(), preempt || !prev_state ? PY_READ_PREEMPT : PY_READ_BLOCK);
 }
 
 /* A software cpu-clock event on each CPU, at --py-rate: whatever thread it interrupts. */

@@ -63,16 +63,26 @@ static void on_span(void *ctx, int pid, int tid, uint64_t code, uint64_t start, 
 
 static const struct py_spans_ops ops = { .span = on_span };
 
-/* A read at ts of frames given outermost first as (code, instr) pairs. */
-static void read_stack(struct py_spans *s, int tid, uint64_t ts, int n, const uint64_t *cf)
+/* A read at ts (for what reason) of frames given outermost first as (code, instr) pairs. */
+static void read_stack(struct py_spans *s, int tid, uint64_t ts, int reason, int n,
+		       const uint64_t *cf)
 {
-	struct py_stack_rec r = { .type = REC_PY_STACK, .pid = 1, .tid = tid, .ts = ts, .depth = n };
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = reason, .pid = 1, .tid = tid,
+				  .ts = ts, .depth = n };
 
 	for (int i = 0; i < n; i++) {
 		r.frames[n - 1 - i].code = cf[2 * i];
 		r.frames[n - 1 - i].instr = cf[2 * i + 1];
 	}
 	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + n * sizeof(r.frames[0]));
+}
+
+static void read_same(struct py_spans *s, int tid, uint64_t ts, int reason)
+{
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = reason, .pid = 1, .tid = tid,
+				  .ts = ts, .flags = PY_SAME };
+
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames));
 }
 
 static const struct got_span *find(uint64_t code, int nth)
@@ -83,6 +93,9 @@ static const struct got_span *find(uint64_t code, int nth)
 	return NULL;
 }
 
+#define TICK PY_READ_TICK
+#define BLOCK PY_READ_BLOCK
+
 static void test_spans(void)
 {
 	struct py_spans *s = py_spans__new(&ops, NULL);
@@ -90,38 +103,54 @@ static void test_spans(void)
 	struct py_open caller;
 
 	nspans = 0;
-	/* main -> a, then main -> b at another call site, then main -> b again from a new site */
-	read_stack(s, 7, 100, 2, (uint64_t[]){ 1, 10, 2, 500 });
-	read_stack(s, 7, 200, 2, (uint64_t[]){ 1, 10, 2, 520 }); /* a goes on */
-	read_stack(s, 7, 300, 2, (uint64_t[]){ 1, 12, 3, 600 }); /* a ended, b started */
-	read_stack(s, 7, 400, 2, (uint64_t[]){ 1, 14, 3, 600 }); /* b again, called from 14 */
-	CHECK(nspans == 2);
-	CHECK((g = find(2, 0)) && g->start == 100 && g->end == 300 && g->tid == 7);
-	CHECK((g = find(3, 0)) && g->start == 300 && g->end == 400);
+	/* main -> a on ticks; a ends and b starts between the reads at 200 and 300: the middle */
+	read_stack(s, 7, 100, TICK, 2, (uint64_t[]){ 1, 10, 2, 500 });
+	read_stack(s, 7, 200, TICK, 2, (uint64_t[]){ 1, 10, 2, 520 }); /* a goes on */
+	read_stack(s, 7, 300, TICK, 2, (uint64_t[]){ 1, 12, 3, 600 });
+	CHECK(nspans == 1);
+	CHECK((g = find(2, 0)) && g->start == 100 && g->end == 250 && g->tid == 7);
+	/* b blocks at 330: the same stack, only the time is news */
+	read_same(s, 7, 330, BLOCK);
+	/* woken at 370, by the tick at 400 main called b again from elsewhere: the old b ends
+	 * and the new one starts at the switch-in */
+	py_spans__switch_in(s, 1, 7, 370);
+	read_stack(s, 7, 400, TICK, 2, (uint64_t[]){ 1, 14, 3, 600 });
+	CHECK((g = find(3, 0)) && g->start == 250 && g->end == 370);
+	/* it finished and main called c, which blocks at 450: the edge is the block */
+	read_stack(s, 7, 450, BLOCK, 2, (uint64_t[]){ 1, 16, 4, 10 });
+	CHECK((g = find(3, 1)) && g->start == 370 && g->end == 450);
 	/* recursion: the same code at two depths */
-	read_stack(s, 7, 500, 3, (uint64_t[]){ 1, 14, 3, 610, 3, 700 });
-	CHECK(nspans == 2);
-	read_stack(s, 7, 600, 2, (uint64_t[]){ 1, 14, 3, 620 });
-	CHECK(nspans == 3 && spans[2].code == 3 && spans[2].start == 500 && spans[2].end == 600);
+	py_spans__switch_in(s, 1, 7, 480);
+	read_stack(s, 7, 500, TICK, 3, (uint64_t[]){ 1, 16, 4, 20, 4, 700 });
+	read_stack(s, 7, 600, TICK, 2, (uint64_t[]){ 1, 16, 4, 30 });
+	CHECK((g = find(4, 0)) && g->start == 480 && g->end == 550);
 
-	/* a native span [650, 900] entered from b (its entry read at 650 is unchanged, so none
-	 * came); a callback c seen at 700 inside it ends no later than the native span */
-	read_stack(s, 7, 700, 3, (uint64_t[]){ 1, 14, 3, 640, 4, 50 });
+	/* a native span [650, 900] entered from c: its entry read at 650 is unchanged; a callback
+	 * d seen at 700 inside it starts after 650 and ends no later than 900 */
+	read_same(s, 7, 650, PY_READ_PROBE);
+	read_stack(s, 7, 700, TICK, 3, (uint64_t[]){ 1, 16, 4, 40, 5, 50 });
+	CHECK((g = find(5, 0)) == NULL);
 	CHECK(py_spans__on_native(s, 1, 7, 650, 900, &caller));
-	CHECK(caller.code == 3 && caller.instr == 640);
-	CHECK((g = find(4, 0)) && g->start == 700 && g->end == 900);
-	/* b outlives the native call: it ends at the next read without it */
-	read_stack(s, 7, 1000, 1, (uint64_t[]){ 1, 16 });
-	CHECK((g = find(3, 2)) && g->start == 400 && g->end == 1000);
+	CHECK(caller.code == 4 && caller.instr == 40);
+	CHECK((g = find(5, 0)) && g->start == 675 && g->end == 900);
+	/* c outlives the native call, and whatever follows it starts after its return */
+	read_stack(s, 7, 1000, TICK, 2, (uint64_t[]){ 1, 18, 6, 1 });
+	CHECK((g = find(4, 1)) && g->start == 450 && g->end == 950);
+	CHECK(!find(6, 0));
+	/* a native span whose return is after the next read: its caller ends no earlier */
+	read_stack(s, 7, 1100, TICK, 2, (uint64_t[]){ 1, 18, 6, 2 });
+	CHECK(py_spans__on_native(s, 1, 7, 1050, 1180, &caller) && caller.code == 6);
+	read_stack(s, 7, 1200, TICK, 1, (uint64_t[]){ 1, 20 });
+	CHECK((g = find(6, 0)) && g->start == 950 && g->end == 1190);
 	/* an empty stack ends everything; a thread's exit and the stop end what is open */
-	read_stack(s, 7, 1100, 0, NULL);
-	CHECK((g = find(1, 0)) && g->start == 100 && g->end == 1100 && !g->incomplete);
-	read_stack(s, 8, 1200, 1, (uint64_t[]){ 5, 1 });
-	read_stack(s, 9, 1200, 1, (uint64_t[]){ 6, 1 });
+	read_stack(s, 7, 1300, TICK, 0, NULL);
+	CHECK((g = find(1, 0)) && g->start == 100 && g->end == 1250 && !g->incomplete);
+	read_stack(s, 8, 1200, TICK, 1, (uint64_t[]){ 7, 1 });
+	read_stack(s, 9, 1200, TICK, 1, (uint64_t[]){ 8, 1 });
 	py_spans__thread_exit(s, 1, 8, 1300);
-	CHECK((g = find(5, 0)) && g->end == 1300 && !g->incomplete);
+	CHECK((g = find(7, 0)) && g->start == 1200 && g->end == 1300 && !g->incomplete);
 	py_spans__close_all(s, 0, 1400);
-	CHECK((g = find(6, 0)) && g->end == 1400 && g->incomplete);
+	CHECK((g = find(8, 0)) && g->end == 1400 && g->incomplete);
 	CHECK(!py_spans__on_native(s, 1, 9, 1500, 1600, &caller));
 	py_spans__free(s);
 }
@@ -133,7 +162,7 @@ static void test_truncated_read(void)
 				  .flags = PY_TRUNCATED };
 
 	nspans = 0;
-	read_stack(s, 3, 5, 1, (uint64_t[]){ 1, 1 });
+	read_stack(s, 3, 5, TICK, 1, (uint64_t[]){ 1, 1 });
 	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + sizeof(r.frames[0]));
 	py_spans__on_read(s, &r, 8); /* shorter than a header: ignored */
 	CHECK(nspans == 0);

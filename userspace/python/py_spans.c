@@ -9,6 +9,8 @@
 struct py_stack {
 	int tid; /* key */
 	int pid;
+	uint64_t last;	    /* the last read, or native return: the stack was known then */
+	uint64_t switch_in; /* the last time the thread was put on a CPU */
 	uint32_t depth;
 	struct py_open v[PY_MAX_FRAMES]; /* outermost first */
 	UT_hash_handle hh;
@@ -62,33 +64,63 @@ static struct py_stack *stack_of(struct py_spans *s, int pid, int tid, bool crea
 	return st;
 }
 
-/* Ends frames [from, depth) at ts, innermost first. */
+/* Ends frames [from, depth) at ts (or later, if a native call under one returned later),
+ * innermost first. */
 static void close_from(struct py_spans *s, struct py_stack *st, uint32_t from, uint64_t ts,
 		       bool incomplete)
 {
 	while (st->depth > from) {
 		struct py_open *o = &st->v[--st->depth];
+		uint64_t end = ts < o->min_end ? o->min_end : ts;
 
-		s->ops->span(s->ctx, st->pid, st->tid, o->code, o->start, ts < o->start ? o->start : ts,
+		s->ops->span(s->ctx, st->pid, st->tid, o->code, o->start, end < o->start ? o->start : end,
 			     incomplete);
 	}
+}
+
+void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts)
+{
+	struct py_stack *st = stack_of(s, pid, tid, false);
+
+	if (st && ts > st->switch_in)
+		st->switch_in = ts;
 }
 
 void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t size)
 {
 	size_t have = (size - offsetof(struct py_stack_rec, frames)) / sizeof(struct py_frame);
 	uint32_t d = r->depth, k = 0;
+	uint64_t lower, split;
 	struct py_stack *st;
+	bool resumed;
 
 	if (size < offsetof(struct py_stack_rec, frames) || d > PY_MAX_FRAMES || d > have)
 		return;
 	s->reads++;
+	st = stack_of(s, r->pid, r->tid, true);
+	if (r->ts < st->last)
+		return; /* out of order: cannot happen on one thread, but never go back */
 	/* frames[] misses the outermost frames: it cannot be lined up with the open stack */
 	if (r->flags & (PY_TRUNCATED | PY_FAULT)) {
 		s->partial++;
 		return;
 	}
-	st = stack_of(s, r->pid, r->tid, true);
+	resumed = st->switch_in > st->last;
+	lower = resumed ? st->switch_in : st->last;
+	if (!st->last)
+		lower = r->ts; /* the first read of the thread: nothing is known before it */
+	if (lower > r->ts)
+		lower = r->ts;
+	st->last = r->ts;
+	if (r->flags & PY_SAME)
+		return;
+	/* one point where what ended ends and what is new starts, so that siblings never overlap */
+	if (resumed && r->reason != PY_READ_BLOCK)
+		split = lower;
+	else if (!resumed && r->reason == PY_READ_BLOCK)
+		split = r->ts;
+	else
+		split = lower + (r->ts - lower) / 2;
 	/* the frames both have, from the outermost: same code, called from the same place */
 	while (k < d && k < st->depth) {
 		const struct py_frame *f = &r->frames[d - 1 - k];
@@ -98,14 +130,16 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 			break;
 		k++;
 	}
-	close_from(s, st, k, r->ts, false);
+	close_from(s, st, k, split, false);
 	for (uint32_t i = k; i < d; i++) {
 		const struct py_frame *f = &r->frames[d - 1 - i];
 		struct py_open *o = &st->v[i];
 
 		o->code = f->code;
 		o->parent_instr = i ? r->frames[d - i].instr : 0;
-		o->start = r->ts;
+		o->seen = r->ts;
+		o->start = split;
+		o->min_end = 0;
 	}
 	st->depth = d;
 	for (uint32_t i = 0; i < d; i++)
@@ -120,9 +154,14 @@ bool py_spans__on_native(struct py_spans *s, int pid, int tid, uint64_t start, u
 
 	if (!st)
 		return false;
-	while (k < st->depth && st->v[k].start <= start)
+	while (k < st->depth && st->v[k].seen <= start)
 		k++;
 	close_from(s, st, k, end, false);
+	if (end > st->last)
+		st->last = end;
+	for (uint32_t i = 0; i < k; i++)
+		if (st->v[i].min_end < end)
+			st->v[i].min_end = end;
 	if (!k)
 		return false;
 	*caller = st->v[k - 1];

@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* Python function spans from a thread's sequence of stack reads (bpf/python.bpf.c): a frame
- * starts at the first read that shows it and ends at the first read that no longer does. Reads
- * come when the thread leaves the CPU (its stack cannot change until it runs again, so those
- * edges are exact), on a periodic tick and at native probe hits (edges within one tick).
+/* Python function spans from a thread's sequence of stack reads (bpf/python.bpf.c). A frame
+ * that appears between two reads started, and one that disappears ended, within the time the
+ * thread ran between them: after the later of the previous read and the thread's last switch
+ * back onto a CPU, and before the read. The edge is placed
+ *  - at the switch-in, for a frame new after the thread ran again: a pipeline thread woken from
+ *    a queue, a lock or I/O returns into Python at once;
+ *  - at the read, for a frame gone when the thread blocks: it finished its work, then waited;
+ *  - in the middle of the interval otherwise (ticks, preemption), within half a tick.
+ * (A read that does both, or neither, splits the interval in the middle.) What ends and what
+ * starts at one read share the point, and every point lies in [previous read, read], so Python
+ * spans nest among themselves.
  *
- * Native spans on the same thread must nest with these: a native call's Python ancestors are
- * the frames open at its entry read (same timestamp as the span's start), and they outlive it;
- * frames first seen after its start were called from inside it (a callback into Python), so
- * they are closed no later than its end. */
+ * Native spans on the same thread must nest with them too: a native call's Python ancestors
+ * are the frames open at its entry read (taken at the span's own start time), and they outlive
+ * it; frames first seen after its start were called from inside it (a callback into Python),
+ * so they are closed no later than its end; and its return is a point where the stack was
+ * known, like a read. */
 #ifndef TRACER_PY_SPANS_H
 #define TRACER_PY_SPANS_H
 
@@ -22,7 +30,9 @@ struct py_open {
 	uint64_t code;
 	uint64_t parent_instr; /* where the caller was when this frame was first seen */
 	uint64_t instr;	       /* this frame's latest instruction */
-	uint64_t start;
+	uint64_t seen;	       /* the first read that showed it */
+	uint64_t start;	       /* its estimated start */
+	uint64_t min_end;      /* a native call under it returned then: it cannot end earlier */
 };
 
 struct py_spans_ops {
@@ -37,6 +47,8 @@ struct py_spans *py_spans__new(const struct py_spans_ops *ops, void *ctx);
 void py_spans__free(struct py_spans *s);
 /* One ring record of type REC_PY_STACK, size bytes long. */
 void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t size);
+/* The thread was switched onto a CPU at ts (a scheduler record). */
+void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts);
 /* A native span [start, end] completed on tid. Closes the Python frames it called (at end) and
  * returns the innermost frame open at its start (its caller), or false if there is none. */
 bool py_spans__on_native(struct py_spans *s, int pid, int tid, uint64_t start, uint64_t end,
