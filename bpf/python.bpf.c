@@ -150,11 +150,10 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 	return 0;
 }
 
-__hidden int py_read(__u64 ts, __u32 reason)
+static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_proc_cfg *cfg,
+				      __u32 tgid)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
-	const struct py_proc_cfg *cfg;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
 	struct py_stack_rec *rec;
 	struct py_thread *th;
 	struct py_frame top = {};
@@ -162,11 +161,6 @@ __hidden int py_read(__u64 ts, __u32 reason)
 	__u32 depth = 0, flags = 0;
 	__u64 size;
 
-	if (phase == PHASE_PAUSED)
-		return 0;
-	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
-	if (!cfg)
-		return 0;
 	th = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!th) {
@@ -239,6 +233,25 @@ submit:
 	}
 	if (!(flags & PY_SAME))
 		count(CNT_PY_READS);
+	return 0;
+}
+
+__hidden int py_read(__u64 ts, __u32 reason)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS;
+	const struct py_proc_cfg *cfg;
+	__u64 *ns;
+
+	if (phase == PHASE_PAUSED)
+		return 0;
+	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!cfg)
+		return 0;
+	read_stack(ts, reason, cfg, tgid);
+	/* what reading cost the thread, from the caller's clock reading to now */
+	ns = bpf_map_lookup_elem(&counters, &key);
+	if (ns)
+		*ns += bpf_ktime_get_ns() - ts;
 	return 0;
 }
 

@@ -12,6 +12,7 @@ enum category {
 	CAT_QUEUE,
 	CAT_IO,
 	CAT_OTHER,
+	CAT_PYTHON, /* Python function spans (python/), not a probe's category */
 	CAT_MAX,
 };
 

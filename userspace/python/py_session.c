@@ -21,6 +21,7 @@ struct py_session {
 	struct py_proc *procs;
 	size_t nprocs;
 	uint64_t nspans;
+	uint64_t named_at; /* threads seen when names were last read */
 	bool warned;
 };
 
@@ -159,7 +160,17 @@ size_t py_session__native(struct py_session *s, const struct span_rec *r, char *
 	json_escape(file, sizeof(file), code->filename, strlen(code->filename));
 	n = snprintf(args, len, "\"py\":\"%s\",\"py_line\":\"%s:%d\"", name, file,
 		     py_code__line(code, caller.instr));
-	return n < 0 || (size_t)n >= len ? 0 : (size_t)n;
+	if (n < 0 || (size_t)n >= len) {
+		if (len)
+			args[0] = 0; /* never half a JSON member */
+		return 0;
+	}
+	return n;
+}
+
+void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts)
+{
+	py_spans__switch_in(s->spans, pid, tid, ts);
 }
 
 void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts)
@@ -169,6 +180,12 @@ void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts
 
 void py_session__refresh_names(struct py_session *s)
 {
+	uint64_t seen = py_spans__threads_seen(s->spans);
+
+	/* walking the interpreter's dicts costs ~1 ms: only when threads were started since */
+	if (seen == s->named_at)
+		return;
+	s->named_at = seen;
 	for (size_t i = 0; i < s->nprocs; i++)
 		py_threads__names(&s->procs[i], s->ops ? s->ops->thread_name : NULL, s->ctx);
 }

@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The on-CPU tick's default rate: a stage function of a few milliseconds is caught by several
+ * ticks, for about 0.3% of a Python thread's CPU (bench/bench.py measures it). */
+#define PY_DEFAULT_HZ 1000
+#define PY_DEFAULT_HZ_TEXT "1000"
+
 struct trace_writer;
 struct py_session;
 
@@ -43,8 +48,10 @@ void py_session__on_read(struct py_session *s, const void *rec, size_t size);
  * written (0: no Python caller). */
 size_t py_session__native(struct py_session *s, const struct span_rec *r, char *args,
 			  size_t len);
+/* The thread was put on a CPU at ts (a scheduler record). */
+void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts);
 void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts);
-/* Reads Python's thread names of every Python process again (threads started since). */
+/* Reads Python's thread names of every Python process again, if threads were seen since. */
 void py_session__refresh_names(struct py_session *s);
 /* Recording stopped at ts: open frames end there, incomplete. */
 void py_session__finish(struct py_session *s, uint64_t ts);

@@ -21,6 +21,7 @@ struct py_spans {
 	void *ctx;
 	struct py_stack *threads;
 	uint64_t reads, partial;
+	uint64_t created; /* threads seen */
 };
 
 struct py_spans *py_spans__new(const struct py_spans_ops *ops, void *ctx)
@@ -61,6 +62,7 @@ static struct py_stack *stack_of(struct py_spans *s, int pid, int tid, bool crea
 	st->tid = tid;
 	st->pid = pid;
 	HASH_ADD_INT(s->threads, tid, st);
+	s->created++;
 	return st;
 }
 
@@ -195,6 +197,11 @@ void py_spans__close_all(struct py_spans *s, int pid, uint64_t ts)
 uint64_t py_spans__reads(const struct py_spans *s)
 {
 	return s->reads;
+}
+
+uint64_t py_spans__threads_seen(const struct py_spans *s)
+{
+	return s->created;
 }
 
 uint64_t py_spans__partial_reads(const struct py_spans *s)

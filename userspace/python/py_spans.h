@@ -62,5 +62,7 @@ void py_spans__close_all(struct py_spans *s, int pid, uint64_t ts);
 /* Reads seen, and those left out because frames were missing (truncated or unreadable). */
 uint64_t py_spans__reads(const struct py_spans *s);
 uint64_t py_spans__partial_reads(const struct py_spans *s);
+/* Threads whose reads were seen so far (new ones may need naming). */
+uint64_t py_spans__threads_seen(const struct py_spans *s);
 
 #endif

@@ -5,6 +5,7 @@
 #include "record/launch.h"
 #include "record/overhead.h"
 #include "probe/resolve.h"
+#include "python/py_record.h"
 #include "record/status.h"
 #include "record/tracked.h"
 #include "record/target.h"
@@ -61,6 +62,7 @@ struct recording {
 	struct trace_writer *writer;
 	struct consumer consumer;
 	struct overhead overhead;
+	struct py_record py; /* Python frames */
 	uint64_t *calls_per_probe; /* spans recorded per probe id: the entry hits, by site kind */
 	size_t ncalls;
 	uint64_t returns; /* spans that ended with a return: the return hits */
@@ -227,6 +229,7 @@ static int load_bpf(struct recording *r)
 		bpf_program__set_autoload(skel->progs.on_wakeup, false);
 		bpf_program__set_autoload(skel->progs.on_wakeup_new, false);
 	}
+	py_record__configure(&r->py, skel, !o->no_python && !o->no_args, o->py_hz);
 	err = tracer_bpf__load(skel);
 	if (err)
 		pr_err("cannot load the BPF programs: %s (run with -v for the verifier's log)",
@@ -393,6 +396,7 @@ static void on_process(void *ctx, const struct task_rec *t)
 			return;
 		/* traced already (BPF added it at the fork); it may be gone by now */
 		consumer__add_pid(&r->consumer, t->pid, t->comm);
+		py_record__add_child(&r->py, t->pid, t->parent_pid);
 		if (tracked__add(&r->tracked, t->pid, r->err, sizeof(r->err))) {
 			pr_debug("pid %d: %s", t->pid, r->err);
 			return;
@@ -403,7 +407,12 @@ static void on_process(void *ctx, const struct task_rec *t)
 		if (r->opts->follow)
 			follow_exec(r, t->pid);
 		break;
+	case TASK_SEEN:
+		py_record__add_pid(&r->py, t->pid);
+		break;
 	case TASK_AT_ENTRY:
+		/* the new program's interpreter, if any, is mapped now */
+		py_record__add_pid(&r->py, t->pid);
 		follow_entry(r, t->pid);
 		break;
 	default:
@@ -590,6 +599,8 @@ static void every_tick(struct recording *r, uint64_t now)
 	read_counters(r, counters);
 	mark_losses(r, now, counters);
 	r->last_tick = now;
+	if (r->py.session)
+		py_session__refresh_names(r->py.session);
 	if (!r->status.on)
 		return;
 	status__update(&r->status, now, now - r->t0, counters[CNT_SPANS], r->consumer.threads.cnt,
@@ -741,6 +752,12 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_STALE_FRAMES] = "incomplete_no_return",
 		[CNT_EXIT_FRAMES] = "incomplete_thread_exit",
 		[CNT_NO_STORAGE] = "no_task_storage",
+		[CNT_LOST_PY] = "lost_python_reads",
+		[CNT_PY_CHECKS] = "python_reads",
+		[CNT_PY_READS] = "python_reads_changed",
+		[CNT_PY_FAULTS] = "python_reads_unreadable",
+		[CNT_PY_TRUNCATED] = "python_reads_too_deep",
+		[CNT_PY_NS] = "python_read_ns",
 	};
 	cJSON *m = cJSON_CreateObject(), *a, *o;
 	char cmd[4096] = "", num[32];
@@ -798,6 +815,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 	for (int k = 0; k < CNT_MAX; k++)
 		cJSON_AddNumberToObject(o, counter_names[k], c[k]);
 	overhead__add_json(&r->overhead, m);
+	py_record__add_json(&r->py, m, c);
 	s = cJSON_PrintUnformatted(m);
 	cJSON_Delete(m);
 	return s;
@@ -878,9 +896,11 @@ static int finish(struct recording *r)
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);
 	r->nsched = 0;
+	py_record__stop(&r->py);
 	r->end = now_ns();
 	drain(r);
 	close_open_spans(r);
+	py_record__finish(&r->py, r->end);
 	read_counters(r, counters);
 	mark_losses(r, r->end, counters);
 	finish_overhead(r);
@@ -900,6 +920,8 @@ static int finish(struct recording *r)
 			       counters);
 	if (verbosity >= VERB_NORMAL)
 		overhead__print(stderr, &r->overhead);
+	if (verbosity >= VERB_NORMAL)
+		py_record__print(&r->py, stderr, counters, r->overhead.target_cpu_ns);
 	pr_info("wrote %s (stopped: %s); open it in ui.perfetto.dev or chrome://tracing", r->path,
 		r->stop_reason);
 	return 0;
@@ -936,6 +958,7 @@ static void cleanup(struct recording *r)
 	tracer_bpf__destroy(r->skel);
 	consumer__free(&r->consumer);
 	overhead__free(&r->overhead);
+	py_record__free(&r->py);
 	free(r->calls_per_probe);
 	tracked__free(&r->tracked);
 	for (int *fd = &r->epfd; fd <= &r->timerfd; fd++)
@@ -999,6 +1022,10 @@ int record__run(struct record_opts *opts)
 	consumer__init(&r.consumer, r.writer, &r.tracked.probes,
 		       !opts->no_sched && !opts->min_dur_ns, opts->no_args);
 	r.consumer.on_process = on_process;
+	py_record__open(&r.py, r.writer, &consumer__py_ops, &r.consumer);
+	r.consumer.py = r.py.session;
+	for (size_t i = 0; i < r.primary; i++)
+		py_record__add_pid(&r.py, r.tracked.targets[i].pid);
 	/* events stop with room left for the end: the scheduler text grows ~1/16 when escaped,
 	 * the metadata stays under 64 KB unless thousands of functions are probed */
 	if (opts->max_size)
@@ -1016,6 +1043,8 @@ int record__run(struct record_opts *opts)
 		consumer__pause(&r.consumer, true, r.t0);
 	start_overhead(&r);
 	err = attach_sched(&r);
+	if (!err)
+		err = py_record__start(&r.py);
 	if (err)
 		goto out_abort;
 	if (!opts->start_paused)
