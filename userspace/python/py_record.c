@@ -32,6 +32,7 @@ static void add_now(struct py_record *p, int pid)
 	int ret;
 
 	ret = py_session__add_pid(p->session, pid, &cfg);
+	pr_debug("pid %d: Python frames: %d", pid, ret);
 	if (ret == -ENOTSUP)
 		p->any_unsupported = true;
 	if (ret <= 0)

@@ -117,10 +117,10 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	if (r->flags & PY_SAME)
 		return;
 	/* one point where what ended ends and what is new starts, so that siblings never overlap */
-	if (resumed && r->reason != PY_READ_BLOCK)
-		split = lower;
-	else if (!resumed && r->reason == PY_READ_BLOCK)
+	if (r->reason == PY_READ_BLOCK)
 		split = r->ts;
+	else if (resumed)
+		split = lower;
 	else
 		split = lower + (r->ts - lower) / 2;
 	/* the frames both have, from the outermost: same code, called from the same place */

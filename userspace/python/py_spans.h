@@ -3,13 +3,13 @@
  * that appears between two reads started, and one that disappears ended, within the time the
  * thread ran between them: after the later of the previous read and the thread's last switch
  * back onto a CPU, and before the read. The edge is placed
- *  - at the switch-in, for a frame new after the thread ran again: a pipeline thread woken from
- *    a queue, a lock or I/O returns into Python at once;
- *  - at the read, for a frame gone when the thread blocks: it finished its work, then waited;
+ *  - at the read, when the thread leaves the CPU to wait: it finished its work, then called
+ *    what waits (a queue's get, a lock, I/O), which blocks at once when there is nothing;
+ *  - at the switch-in, for a tick or preemption after the thread ran again: a pipeline thread
+ *    woken from a wait returns into Python at once;
  *  - in the middle of the interval otherwise (ticks, preemption), within half a tick.
- * (A read that does both, or neither, splits the interval in the middle.) What ends and what
- * starts at one read share the point, and every point lies in [previous read, read], so Python
- * spans nest among themselves.
+ * What ends and what starts at one read share the point, and every point lies in
+ * [previous read, read], so Python spans nest among themselves.
  *
  * Native spans on the same thread must nest with them too: a native call's Python ancestors
  * are the frames open at its entry read (taken at the span's own start time), and they outlive

@@ -1,0 +1,87 @@
+"""Python frames: a threaded Python pipeline of our own (tests/targets/py_pipeline.py), attached by
+pid, each stage function found on its own thread with the total time the pipeline logged."""
+import collections
+import os
+import subprocess
+
+from lib import (check_format, finish_tracer, load_trace, read_ground_truth, sigusr1, spans,
+                 start_tracer, wait_exit, wait_probes_gone, _procs, ROOT)
+
+import lib
+
+PYTHON = "/usr/bin/python3"
+STAGES = {"read_batch": "reader", "decode_batch": "decoder", "write_batch": "writer"}
+
+
+def start_py_pipeline(tmp, *args):
+    log = os.path.join(tmp, "gt.log")
+    p = subprocess.Popen([PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pipeline.py"),
+                          "--wait-signal", "--log", log] + list(args),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", f"py_pipeline did not start: {line} {p.stderr.read()}"
+    return p, int(line[1]), log
+
+
+def in_window(trace, margin_ns=100_000_000):
+    t0 = trace["metadata"]["t0_monotonic_ns"]
+    return t0, t0 + margin_ns, t0 + trace["metadata"]["duration_ns"] - margin_ns
+
+
+def test_python_stage_functions(tmp):
+    assert os.access(PYTHON, os.X_OK), "no /usr/bin/python3 (Debian's python3.11)"
+    pl, pid, log = start_py_pipeline(tmp, "--seconds", "5")
+    out = os.path.join(tmp, "py.json")
+    sigusr1(pid)
+    tr = start_tracer("-p", pid, "-d", "3", "-o", out)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert "python:" in err and "function spans" in err, err
+    wait_exit(pl)
+    gt = read_ground_truth(log)
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []  # Python spans nest with each other and natives
+    meta = trace["metadata"]["python"]
+    assert meta["enabled"] and meta["processes"] == 1 and meta["spans"] > 0
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    # threads carry Python's names (their OS name is python3)
+    for tid, name in gt["threads"].items():
+        assert names.get(tid) == name, (tid, names.get(tid), name)
+    t0, lo, hi = in_window(trace)
+    py = [e for e in spans(trace) if e["cat"] == "python"]
+    for e in py:
+        assert e["pid"] == pid
+    for func, thread in STAGES.items():
+        tid = next(t for t, n in gt["threads"].items() if n == thread)
+        evs = [e for e in py if e["name"] == func]
+        assert evs, f"no {func} spans"
+        # on the right thread, and only there
+        assert {e["tid"] for e in evs} == {tid}, (func, collections.Counter(e["tid"] for e in evs))
+        assert all(e["args"]["file"].endswith("py_pipeline.py") for e in evs)
+        traced = [e for e in evs if lo <= t0 + e["ts"] * 1000 and t0 + (e["ts"] + e["dur"]) * 1000 <= hi]
+        logged = [(s, t) for t_, f, s, t, _ in gt["calls"] if f == func and lo <= s and t <= hi]
+        traced_ns = sum(e["dur"] for e in traced) * 1000
+        logged_ns = sum(t - s for s, t in logged)
+        # every call is seen (each lasts several ticks), none is merged with the next
+        assert abs(len(traced) - len(logged)) <= 2, (func, len(traced), len(logged))
+        # edges are exact at switches and within a tick (1 ms) elsewhere
+        assert abs(traced_ns - logged_ns) <= 0.10 * logged_ns, (func, traced_ns, logged_ns)
+    # spin() runs under every stage, nested in it on the same thread
+    assert {e["tid"] for e in py if e["name"] == "spin"} == set(gt["threads"]) - {pid}
+    assert wait_probes_gone(tr)
+
+
+def test_python_off(tmp):
+    pl, pid, log = start_py_pipeline(tmp, "--seconds", "3")
+    out = os.path.join(tmp, "nopy.json")
+    sigusr1(pid)
+    tr = start_tracer("-p", pid, "-d", "1", "--no-python", "-o", out)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert "python: frames off" in err, err
+    trace, _ = load_trace(out)
+    assert not [e for e in spans(trace) if e["cat"] == "python"]
+    assert trace["metadata"]["counts"]["python_reads"] == 0
+    wait_exit(pl)
