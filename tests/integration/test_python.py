@@ -85,3 +85,46 @@ def test_python_off(tmp):
     assert not [e for e in spans(trace) if e["cat"] == "python"]
     assert trace["metadata"]["counts"]["python_reads"] == 0
     wait_exit(pl)
+
+
+def test_torch_operators_under_python(tmp):
+    try:
+        has_torch = subprocess.run([PYTHON, "-c", "import torch"], capture_output=True,
+                                   timeout=120).returncode == 0
+    except subprocess.TimeoutExpired:
+        has_torch = False
+    assert has_torch, "python3-torch is not installed (apt-get install python3-torch)"
+    p = subprocess.Popen([PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_torch.py"), "30"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", f"py_torch did not start: {line}"
+    pid = int(line[1])
+    out = os.path.join(tmp, "torch.json")
+    tr = start_tracer("-p", pid, "-d", "2", "-o", out,
+                      "-u", "operator:libtorch_cpu.so*:at::_ops::conv2d::call")
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []  # operators nest under the Python spans
+    xs = spans(trace)
+    ops = [e for e in xs if e["cat"] == "operator"]
+    assert len(ops) >= 50, len(ops)
+    py = [e for e in xs if e["cat"] == "python"]
+    # each operator records the Python function and line that called it: F.conv2d in
+    # Conv2d._conv_forward; all but the calls before the first stack read
+    called = [e for e in ops if e.get("args", {}).get("py") == "Conv2d._conv_forward"]
+    assert len(called) >= len(ops) - 5, (len(called), len(ops))
+    # the line is the call itself, as the source file says
+    for path_line in {e["args"]["py_line"] for e in called}:
+        path, line = path_line.rsplit(":", 1)
+        assert path.endswith("/torch/nn/modules/conv.py"), path_line
+        with open(path) as f:
+            assert "F.conv2d(" in f.read().splitlines()[int(line) - 1], path_line
+    # ... and sits inside that function's span on the same thread, itself inside infer
+    def inside(e, name):
+        return any(p["name"] == name and p["tid"] == e["tid"] and p["ts"] <= e["ts"] and
+                   e["ts"] + e["dur"] <= p["ts"] + p["dur"] for p in py)
+    assert sum(inside(e, "Conv2d._conv_forward") for e in called) >= len(called) - 2
+    assert sum(inside(e, "infer") for e in called) >= len(called) - 2
+    p.kill()
