@@ -36,6 +36,27 @@ enum probe_flags {
 	PROBE_NAME_FROM = 2, /* name the span from the string at argument name_arg */
 	PROBE_ARGS = 4,	     /* capture arguments arg_idx[0..nargs) */
 	PROBE_RET = 8,	     /* capture the return value */
+	PROBE_USDT = 16,     /* a USDT probe: arguments as usdt_cfgs describes them */
+};
+
+enum usdt_arg_kind_bpf {
+	USDT_BPF_CONST,
+	USDT_BPF_REG, /* the value of the register at reg_off in pt_regs */
+	USDT_BPF_MEM, /* the value at that register + val */
+};
+
+/* How to fetch one USDT argument (from its operand string, elf/usdt.c). */
+struct usdt_arg_cfg {
+	__u32 kind; /* enum usdt_arg_kind_bpf */
+	__u32 size; /* bytes: 1, 2, 4, 8 */
+	__u32 is_signed;
+	__u32 reg_off;
+	__u64 val;
+};
+
+/* The arguments a USDT probe captures, in the order of probe_cfg.arg_idx, by probe id. */
+struct usdt_cfg {
+	struct usdt_arg_cfg args[MAX_ARGS];
 };
 
 struct probe_cfg {
@@ -233,6 +254,7 @@ _Static_assert(sizeof(struct py_stack_rec) == 32 + 16 * PY_MAX_FRAMES, "py_stack
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");
 _Static_assert(sizeof(struct probe_cfg) == 12, "probe_cfg layout");
+_Static_assert(sizeof(struct usdt_cfg) == 24 * MAX_ARGS, "usdt_cfg layout");
 _Static_assert(sizeof(struct switch_rec) == 80, "switch_rec layout");
 _Static_assert(sizeof(struct wakeup_rec) == 80, "wakeup_rec layout");
 _Static_assert(sizeof(struct task_rec) == 48, "task_rec layout");
