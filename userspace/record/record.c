@@ -221,6 +221,7 @@ static int load_bpf(struct recording *r)
 	if (r->multi) {
 		bpf_program__set_expected_attach_type(skel->progs.span_enter, TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.span_exit, TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.usdt_end, TRACE_UPROBE_MULTI);
 	}
 	bpf_program__set_autoload(skel->progs.stop_at_entry, r->launched || o->follow);
 	if (o->no_sched) {
@@ -262,6 +263,8 @@ static void setup_tracked(struct recording *r)
 	t->exit = r->skel->progs.span_exit;
 	t->targets_map = r->skel->maps.targets;
 	t->cfg_map = r->skel->maps.probe_cfgs;
+	t->usdt_map = r->skel->maps.usdt_cfgs;
+	attach__set_usdt_end(&t->attachment, r->skel->progs.usdt_end);
 	for (size_t i = 0; i < t->ntargets; i++) {
 		__u32 pid = t->targets[i].pid;
 		__u8 one = 1;
