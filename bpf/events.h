@@ -192,6 +192,7 @@ enum counter {
 	CNT_PY_FAULTS,	     /* a read of the interpreter's memory failed */
 	CNT_PY_TRUNCATED,    /* stacks deeper than PY_MAX_FRAMES: the outermost frames are cut */
 	CNT_PY_NS,	     /* ns spent reading Python stacks, on the Python threads */
+	CNT_PY_PROBE_NS,     /* ... of which at probe hits (inside the span program's run time) */
 	CNT_MAX,
 };
 

@@ -240,7 +240,7 @@ __hidden int py_read(__u64 ts, __u32 reason)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS;
 	const struct py_proc_cfg *cfg;
-	__u64 *ns;
+	__u64 *ns, took;
 
 	if (phase == PHASE_PAUSED)
 		return 0;
@@ -249,9 +249,14 @@ __hidden int py_read(__u64 ts, __u32 reason)
 		return 0;
 	read_stack(ts, reason, cfg, tgid);
 	/* what reading cost the thread, from the caller's clock reading to now */
+	took = bpf_ktime_get_ns() - ts;
 	ns = bpf_map_lookup_elem(&counters, &key);
 	if (ns)
-		*ns += bpf_ktime_get_ns() - ts;
+		*ns += took;
+	key = CNT_PY_PROBE_NS;
+	ns = reason == PY_READ_PROBE ? bpf_map_lookup_elem(&counters, &key) : NULL;
+	if (ns)
+		*ns += took;
 	return 0;
 }
 

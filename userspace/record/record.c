@@ -761,6 +761,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_PY_FAULTS] = "python_reads_unreadable",
 		[CNT_PY_TRUNCATED] = "python_reads_too_deep",
 		[CNT_PY_NS] = "python_read_ns",
+		[CNT_PY_PROBE_NS] = "python_read_at_probes_ns",
 	};
 	cJSON *m = cJSON_CreateObject(), *a, *o;
 	char cmd[4096] = "", num[32];
@@ -865,7 +866,7 @@ static enum insn_class probe_site_class(struct recording *r, const struct probe 
 /* BPF run time of tracer's programs, the trap time of the hits, and the targets' CPU time. */
 static void finish_overhead(struct recording *r)
 {
-	uint64_t calls[INSN_CLASS_MAX] = { 0 };
+	uint64_t calls[INSN_CLASS_MAX] = { 0 }, c[CNT_MAX];
 	struct bpf_program *prog;
 	int other[16];
 	size_t nother = 0;
@@ -874,13 +875,17 @@ static void finish_overhead(struct recording *r)
 		if (r->calls_per_probe[i])
 			calls[probe_site_class(r, &r->tracked.probes.v[i])] += r->calls_per_probe[i];
 	bpf_object__for_each_program(prog, r->skel->obj) {
+		/* the Python reads on ticks and switches are counted by BPF itself (below) */
 		if (prog == r->skel->progs.span_enter || prog == r->skel->progs.span_exit ||
+		    prog == r->skel->progs.py_on_tick || prog == r->skel->progs.py_on_switch ||
 		    bpf_program__fd(prog) < 0 || nother == sizeof(other) / sizeof(other[0]))
 			continue;
 		other[nother++] = bpf_program__fd(prog);
 	}
 	overhead__finish(&r->overhead, bpf_program__fd(r->skel->progs.span_enter),
 			 bpf_program__fd(r->skel->progs.span_exit), other, nother, calls, r->returns);
+	read_counters(r, c);
+	r->overhead.python_ns = c[CNT_PY_NS] - c[CNT_PY_PROBE_NS];
 }
 
 /* Detach, drain, close what is open, write the end of the file, print the summary. */
