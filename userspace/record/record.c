@@ -929,7 +929,9 @@ static int finish(struct recording *r)
 	if (verbosity >= VERB_NORMAL)
 		overhead__print(stderr, &r->overhead);
 	if (verbosity >= VERB_NORMAL)
-		py_record__print(&r->py, stderr, counters, r->overhead.target_cpu_ns);
+		/* the CPU time is the asked-for targets': no share when others were traced too */
+		py_record__print(&r->py, stderr, counters,
+				 r->consumer.npids == r->primary ? r->overhead.target_cpu_ns : 0);
 	pr_info("wrote %s (stopped: %s); open it in ui.perfetto.dev or chrome://tracing", r->path,
 		r->stop_reason);
 	return 0;
