@@ -11,6 +11,8 @@
 /* A thread without a Python thread state (a native worker) is looked up again this often. */
 #define PY_RETRY_NS (100 * 1000 * 1000ULL)
 
+volatile __u32 py_active = 0;
+
 /* Processes running a known interpreter, by tgid: written by userspace at attach, copied to
  * children at fork (they share the parent's memory layout). */
 struct {

@@ -5,6 +5,10 @@
 
 #include "events.h"
 
+/* Set by userspace once a traced process runs a readable CPython: until then, probe hits skip
+ * the Python read altogether. */
+extern volatile __u32 py_active;
+
 /* Reads the current thread's Python stack if its process runs a known interpreter, and submits
  * it when it changed since the last read (enum py_read_reason). Always returns 0. */
 int py_read(__u64 ts, __u32 reason);

@@ -143,7 +143,8 @@ int BPF_KPROBE(span_enter)
 	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))
 		capture_entry(ctx, cfg, id, &f->cap);
 	/* the Python line that called this native function, at the span's own start */
-	py_read(now, PY_READ_PROBE);
+	if (py_active)
+		py_read(now, PY_READ_PROBE);
 	/* No return probe (Go, C++ exceptions, coroutines): the call is an instant. The frame
 	 * slot is only scratch space; the stack does not grow. */
 	if (cfg->flags & PROBE_ENTRY_ONLY) {

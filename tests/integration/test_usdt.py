@@ -42,16 +42,20 @@ def test_usdt_pair_with_semaphore_and_args(tmp):
     got = [e for e in spans(trace) if e["name"] == "tracer_test:work__start"]
     assert len(got) == 200, len(got)
     t0 = trace["metadata"]["t0_monotonic_ns"]
+    span_ns = logged_ns = 0
     for e in got:
         # arguments decoded from their operands ("-8@%r12 8@%rax")
         i = e["args"]["id"]
         s, t, _ = calls[i]
         assert e["args"]["size"] == 1000 + i % 7
         assert e["cat"] == "operator" and e["tid"] == pid
-        # the span lies inside the logged call, and covers nearly all of it
+        # the span lies inside the logged call
         start, end = t0 + round(e["ts"] * 1000), t0 + round((e["ts"] + e["dur"]) * 1000)
         assert s <= start and end <= t, (i, s, start, end, t)
-        assert (end - start) >= 0.9 * (t - s) - 20_000, (i, end - start, t - s)
+        span_ns += end - start
+        logged_ns += t - s
+    # and covers nearly all of it: the probes are the first and last thing each step times
+    assert span_ns >= 0.9 * logged_ns, (span_ns, logged_ns)
 
 
 def test_usdt_semaphore_zero_untraced(tmp):
@@ -87,9 +91,14 @@ def test_python_gc_spans(tmp):
     gcs = [e for e in spans(trace) if e["name"] == "Python GC" and
            t0 + e["ts"] * 1000 < collects[-1][1]]
     assert len(gcs) == len(collects), (len(gcs), len(collects))
+    span_ns = logged_ns = 0
     for e, (s, t) in zip(sorted(gcs, key=lambda e: e["ts"]), collects):
         assert e["args"]["generation"] == 2  # gc.collect() collects the oldest generation
         assert e["args"]["py"] == "main"     # called from main(), at the gc.collect() line
         start, end = t0 + round(e["ts"] * 1000), t0 + round((e["ts"] + e["dur"]) * 1000)
-        assert s <= start and end <= t
-        assert end - start >= 0.8 * (t - s) - 50_000, (end - start, t - s)
+        assert s <= start and end <= t       # each collection inside its logged call
+        span_ns += end - start
+        logged_ns += t - s
+    # gc.collect() does a little more than the collection itself (and a busy machine may
+    # preempt it outside): most of the logged time, not all
+    assert span_ns >= 0.7 * logged_ns, (span_ns, logged_ns)

@@ -43,6 +43,7 @@ static void add_now(struct py_record *p, int pid)
 		return;
 	}
 	p->nprocs++;
+	p->skel->bss->py_active = 1;
 	pr_debug("pid %d runs CPython: reading its frames", pid);
 }
 
