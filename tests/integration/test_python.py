@@ -1,6 +1,7 @@
 """Python frames: a threaded Python pipeline of our own (tests/targets/py_pipeline.py), attached by
 pid, each stage function found on its own thread with the total time the pipeline logged."""
 import collections
+import glob
 import os
 import subprocess
 
@@ -13,9 +14,9 @@ PYTHON = "/usr/bin/python3"
 STAGES = {"read_batch": "reader", "decode_batch": "decoder", "write_batch": "writer"}
 
 
-def start_py_pipeline(tmp, *args):
+def start_py_pipeline(tmp, *args, python=PYTHON):
     log = os.path.join(tmp, "gt.log")
-    p = subprocess.Popen([PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pipeline.py"),
+    p = subprocess.Popen([python, os.path.join(lib.ROOT, "tests", "targets", "py_pipeline.py"),
                           "--wait-signal", "--log", log] + list(args),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _procs.append(p)
@@ -29,9 +30,9 @@ def in_window(trace, margin_ns=100_000_000):
     return t0, t0 + margin_ns, t0 + trace["metadata"]["duration_ns"] - margin_ns
 
 
-def test_python_stage_functions(tmp):
-    assert os.access(PYTHON, os.X_OK), "no /usr/bin/python3 (Debian's python3.11)"
-    pl, pid, log = start_py_pipeline(tmp, "--seconds", "5")
+def test_python_stage_functions(tmp, python=PYTHON):
+    assert os.access(python, os.X_OK), f"no {python} (Debian's python3.11)"
+    pl, pid, log = start_py_pipeline(tmp, "--seconds", "5", python=python)
     out = os.path.join(tmp, "py.json")
     sigusr1(pid)
     tr = start_tracer("-p", pid, "-d", "3", "-o", out)
@@ -71,6 +72,41 @@ def test_python_stage_functions(tmp):
     # spin() runs under every stage, nested in it on the same thread
     assert {e["tid"] for e in py if e["name"] == "spin"} == set(gt["threads"]) - {pid}
     assert wait_probes_gone(tr)
+
+
+def other_pythons(minor_ok):
+    """Interpreters besides Debian's (pyenv's, when installed) whose minor version passes."""
+    found = []
+    for exe in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3.*"))):
+        m = os.path.basename(exe)[len("python3."):]
+        if m.isdigit() and minor_ok(int(m)):
+            found.append(exe)
+    return found
+
+
+def test_python_shared_libpython(tmp):
+    """A 3.11 that keeps its interpreter in libpython3.11.so (a position-independent object):
+    the same spans, found through the library's _PyRuntime."""
+    found = [p for p in other_pythons(lambda m: m == 11)
+             if os.path.exists(os.path.join(os.path.dirname(os.path.dirname(p)), "lib",
+                                            "libpython3.11.so.1.0"))]
+    if not found:
+        raise lib.Skip("no CPython 3.11 built with --enable-shared (pyenv) on this machine")
+    test_python_stage_functions(tmp, python=found[0])
+
+
+def test_python_unsupported_version(tmp):
+    found = other_pythons(lambda m: m != 11 and m >= 8)  # threading.get_native_id: 3.8+
+    if not found:
+        raise lib.Skip("no CPython other than 3.11 (pyenv) on this machine")
+    pl, pid, log = start_py_pipeline(tmp, "--seconds", "3", python=found[-1])
+    sigusr1(pid)
+    tr = start_tracer("-p", pid, "-d", "1", "-o", os.path.join(tmp, "other.json"))
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err  # the rest of the recording goes on
+    lines = [l for l in err.splitlines() if "no Python frames" in l]
+    assert len(lines) == 1 and "this build reads CPython 3.11" in lines[0], err
+    wait_exit(pl)
 
 
 def test_python_off(tmp):
