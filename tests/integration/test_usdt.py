@@ -102,3 +102,16 @@ def test_python_gc_spans(tmp):
     # gc.collect() does a little more than the collection itself (and a busy machine may
     # preempt it outside): most of the logged time, not all
     assert span_ns >= 0.7 * logged_ns, (span_ns, logged_ns)
+
+
+def test_list_usdt(tmp):
+    p = subprocess.run([lib.TRACER, "list", target("usdt"), "usdt:tracer_test:*"],
+                       capture_output=True, text=True, timeout=30)
+    out = p.stdout
+    assert p.returncode == 0, p.stderr
+    rows = [l.split() for l in out.splitlines() if "tracer_test:" in l]
+    assert [r[1] for r in rows] == ["tracer_test:work__start", "tracer_test:work__done"], out
+    assert all(r[2] == "yes" for r in rows)  # both guarded by a semaphore
+    # two operands for the start (id, size), one for the end, as the compiler placed them
+    assert len(rows[0]) == 5 and len(rows[1]) == 4, out
+    assert all("@" in a for r in rows for a in r[3:]), out
