@@ -30,7 +30,7 @@ struct py_thread {
 	__u64 top_code;
 	__u64 top_instr;
 	__u32 submitted; /* a read was submitted since the thread was first seen */
-	__u32 _pad;
+	__u32 busy;	 /* a read is under way: one that interrupts it (tick, preemption) waits */
 };
 
 struct {
@@ -153,22 +153,15 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 }
 
 static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_proc_cfg *cfg,
-				      __u32 tgid)
+				      __u32 tgid, struct py_thread *th)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
 	struct py_stack_rec *rec;
-	struct py_thread *th;
 	struct py_frame top = {};
 	__u64 tstate, frame, next = 0;
 	__u32 depth = 0, flags = 0;
 	__u64 size;
 
-	th = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!th) {
-		count(CNT_NO_STORAGE);
-		return 0;
-	}
 	count(CNT_PY_CHECKS);
 	tstate = thread_state(cfg, th, tid, ts);
 	if (!tstate)
@@ -238,18 +231,34 @@ submit:
 	return 0;
 }
 
-__hidden int py_read(__u64 ts, __u32 reason)
+__hidden __u64 py_read(__u64 ts, __u32 reason)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS;
 	const struct py_proc_cfg *cfg;
+	struct py_thread *th;
 	__u64 *ns, took;
 
-	if (phase == PHASE_PAUSED)
+	if (!py_active || phase == PHASE_PAUSED)
 		return 0;
 	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!cfg)
 		return 0;
-	read_stack(ts, reason, cfg, tgid);
+	th = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!th) {
+		count(CNT_NO_STORAGE);
+		return 0;
+	}
+	/* Uprobe programs run with interrupts on and may be preempted: a tick or a switch can
+	 * land in the middle of a probe hit's read. Its read would reach the ring first with a
+	 * later time; the stack is the same anyway, so it is left out. */
+	if (th->busy)
+		return 0;
+	th->busy = 1;
+	if (!ts)
+		ts = bpf_ktime_get_ns();
+	read_stack(ts, reason, cfg, tgid, th);
+	th->busy = 0;
 	/* what reading cost the thread, from the caller's clock reading to now */
 	took = bpf_ktime_get_ns() - ts;
 	ns = bpf_map_lookup_elem(&counters, &key);
@@ -259,7 +268,7 @@ __hidden int py_read(__u64 ts, __u32 reason)
 	ns = reason == PY_READ_PROBE ? bpf_map_lookup_elem(&counters, &key) : NULL;
 	if (ns)
 		*ns += took;
-	return 0;
+	return ts;
 }
 
 /* The thread leaving the CPU is still current here: its stack is exact until it runs again. */
@@ -267,14 +276,16 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(py_on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	return py_read(bpf_ktime_get_ns(), preempt || !prev_state ? PY_READ_PREEMPT : PY_READ_BLOCK);
+	py_read(bpf_ktime_get_ns(), preempt || !prev_state ? PY_READ_PREEMPT : PY_READ_BLOCK);
+	return 0;
 }
 
 /* A software cpu-clock event on each CPU, at --py-rate: whatever thread it interrupts. */
 SEC("perf_event")
 int py_on_tick(struct bpf_perf_event_data *ctx)
 {
-	return py_read(bpf_ktime_get_ns(), PY_READ_TICK);
+	py_read(bpf_ktime_get_ns(), PY_READ_TICK);
+	return 0;
 }
 
 /* A forked process shares its parent's memory layout: it runs the same interpreter at the same
@@ -290,6 +301,27 @@ int BPF_PROG(py_on_fork, struct task_struct *parent, struct task_struct *child)
 	cfg = bpf_map_lookup_elem(&py_procs, &ptgid);
 	if (cfg)
 		bpf_map_update_elem(&py_procs, &ctgid, cfg, BPF_ANY);
+	return 0;
+}
+
+/* A new program replaces the interpreter: nothing of it is where it was (userspace looks at the
+ * new program when it reaches its entry point). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(py_on_exec, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	bpf_map_delete_elem(&py_procs, &tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(py_on_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (p->pid == p->tgid)
+		bpf_map_delete_elem(&py_procs, &tgid);
 	return 0;
 }
 

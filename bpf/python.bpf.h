@@ -10,7 +10,8 @@
 extern volatile __u32 py_active;
 
 /* Reads the current thread's Python stack if its process runs a known interpreter, and submits
- * it when it changed since the last read (enum py_read_reason). Always returns 0. */
-int py_read(__u64 ts, __u32 reason);
+ * it (enum py_read_reason), at ts, or at the time it takes itself when ts is 0. Returns the
+ * time of the read, or 0 when nothing was read. */
+__u64 py_read(__u64 ts, __u32 reason);
 
 #endif

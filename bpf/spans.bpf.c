@@ -129,6 +129,14 @@ int BPF_KPROBE(span_enter)
 		count(CNT_NO_STORAGE);
 		return 0;
 	}
+	/* The Python line that called this native function: read first, and at the span's own
+	 * start, so that no other read of this thread can come between them. */
+	if (py_active) {
+		__u64 t = py_read(0, PY_READ_PROBE);
+
+		if (t)
+			now = t;
+	}
 	close_stale(st, sp, now);
 	d = st->depth;
 	if (d >= MAX_FRAMES) {
@@ -142,9 +150,6 @@ int BPF_KPROBE(span_enter)
 	f->flags = cfg->flags;
 	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))
 		capture_entry(ctx, cfg, id, &f->cap);
-	/* the Python line that called this native function, at the span's own start */
-	if (py_active)
-		py_read(now, PY_READ_PROBE);
 	/* No return probe (Go, C++ exceptions, coroutines): the call is an instant. The frame
 	 * slot is only scratch space; the stack does not grow. */
 	if (cfg->flags & PROBE_ENTRY_ONLY) {

@@ -18,11 +18,32 @@ void py_record__configure(struct py_record *p, struct tracer_bpf *skel, bool ena
 	p->enabled = enabled;
 	p->hz = hz ? hz : PY_DEFAULT_HZ;
 	p->skel = skel;
-	if (enabled)
+	if (enabled) {
+		/* processes are added (and read by BPF) before the trace exists */
+		p->session = py_session__new(NULL, NULL, NULL);
 		return;
+	}
 	bpf_program__set_autoload(skel->progs.py_on_switch, false);
 	bpf_program__set_autoload(skel->progs.py_on_tick, false);
 	bpf_program__set_autoload(skel->progs.py_on_fork, false);
+	bpf_program__set_autoload(skel->progs.py_on_exec, false);
+	bpf_program__set_autoload(skel->progs.py_on_exit, false);
+}
+
+/* The tick runs only once there is a Python process to read: other targets pay nothing. */
+static void start_ticks(struct py_record *p)
+{
+	int err;
+
+	if (!p->started || p->ticks.nlinks || p->tick_failed || !p->nprocs)
+		return;
+	err = py_ticks__attach(&p->ticks, p->skel->progs.py_on_tick, p->hz);
+	if (err) {
+		p->tick_failed = true;
+		pr_warn("cannot start the %u Hz tick that reads Python stacks: %s; they are read "
+			"only when threads leave the CPU and at probe hits",
+			p->hz, strerror(-err));
+	}
 }
 
 static void add_now(struct py_record *p, int pid)
@@ -45,17 +66,13 @@ static void add_now(struct py_record *p, int pid)
 	p->nprocs++;
 	p->skel->bss->py_active = 1;
 	pr_debug("pid %d runs CPython: reading its frames", pid);
+	start_ticks(p);
 }
 
 void py_record__add_pid(struct py_record *p, int pid)
 {
 	if (!p->enabled || pid <= 0)
 		return;
-	if (!p->session) {
-		p->pending = xrealloc(p->pending, p->npending + 1, sizeof(int));
-		p->pending[p->npending++] = pid;
-		return;
-	}
 	add_now(p, pid);
 }
 
@@ -64,38 +81,29 @@ void py_record__add_child(struct py_record *p, int pid, int parent)
 	if (p->session && py_session__is_python(p->session, parent)) {
 		py_session__add_child(p->session, pid, parent);
 		p->nprocs++;
+		start_ticks(p);
 	}
 }
 
 void py_record__open(struct py_record *p, struct trace_writer *w,
 		     const struct py_session_ops *ops, void *ctx)
 {
-	if (!p->enabled)
-		return;
-	p->session = py_session__new(w, ops, ctx);
-	for (size_t i = 0; i < p->npending; i++)
-		add_now(p, p->pending[i]);
-	free(p->pending);
-	p->pending = NULL;
-	p->npending = 0;
+	if (p->session)
+		py_session__open(p->session, w, ops, ctx);
 }
 
 int py_record__start(struct py_record *p)
 {
-	int err;
-
 	if (!p->enabled)
 		return 0;
-	err = py_ticks__attach(&p->ticks, p->skel->progs.py_on_tick, p->hz);
-	if (err)
-		pr_warn("cannot start the %u Hz tick that reads Python stacks: %s; they are read "
-			"only when threads leave the CPU and at probe hits",
-			p->hz, strerror(-err));
+	p->started = true;
+	start_ticks(p);
 	return 0;
 }
 
 void py_record__stop(struct py_record *p)
 {
+	p->started = false;
 	py_ticks__detach(&p->ticks);
 }
 
@@ -157,7 +165,5 @@ void py_record__free(struct py_record *p)
 {
 	py_ticks__detach(&p->ticks);
 	py_session__free(p->session);
-	free(p->pending);
 	p->session = NULL;
-	p->pending = NULL;
 }

@@ -20,12 +20,12 @@ struct py_record {
 	bool enabled;	  /* not --no-python / --no-args */
 	unsigned int hz;
 	struct tracer_bpf *skel;
-	struct py_session *session; /* NULL until a writer exists */
+	struct py_session *session; /* NULL when off */
 	struct py_ticks ticks;
-	int *pending; /* processes added before the session: named once it exists */
-	size_t npending;
 	size_t nprocs;	    /* CPython processes found */
 	bool any_unsupported;
+	bool started;	    /* recording: the tick may run */
+	bool tick_failed;
 };
 
 /* Before load: turns the programs off when Python frames are not wanted. */
@@ -36,10 +36,11 @@ void py_record__configure(struct py_record *p, struct tracer_bpf *skel, bool ena
 void py_record__add_pid(struct py_record *p, int pid);
 /* A followed child of pid parent: the BPF side took it in at the fork. */
 void py_record__add_child(struct py_record *p, int pid, int parent);
-/* The trace exists: spans can be written. ops: the consumer's summary and thread names. */
+/* The trace exists: spans can be written (processes may be added before). ops: the consumer's
+ * summary and thread names. */
 void py_record__open(struct py_record *p, struct trace_writer *w,
 		     const struct py_session_ops *ops, void *ctx);
-/* Starts the on-CPU tick (after the targets are known). 0 or -errno. */
+/* Recording starts: the on-CPU tick runs from now on while a Python process is traced. */
 int py_record__start(struct py_record *p);
 /* Stops the tick (before the final drain). */
 void py_record__stop(struct py_record *p);

@@ -74,6 +74,15 @@ struct py_session *py_session__new(struct trace_writer *w, const struct py_sessi
 	return s;
 }
 
+void py_session__open(struct py_session *s, struct trace_writer *w,
+		      const struct py_session_ops *ops, void *ctx)
+{
+	s->writer = w;
+	s->ops = ops;
+	s->ctx = ctx;
+	s->named_at = (uint64_t)-1; /* read the names at the first chance */
+}
+
 void py_session__free(struct py_session *s)
 {
 	if (!s)

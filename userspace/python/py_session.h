@@ -29,6 +29,9 @@ struct py_session_ops {
 
 struct py_session *py_session__new(struct trace_writer *w, const struct py_session_ops *ops,
 				   void *ctx);
+/* Where spans go, once the trace exists (no read can arrive before: none is consumed). */
+void py_session__open(struct py_session *s, struct trace_writer *w,
+		      const struct py_session_ops *ops, void *ctx);
 void py_session__free(struct py_session *s);
 
 /* A traced process. Returns 1 when it runs a readable CPython (cfg filled for the BPF map),

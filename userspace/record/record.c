@@ -1020,6 +1020,9 @@ int record__run(struct record_opts *opts)
 	err = check_targets(&r);
 	if (err)
 		goto out;
+	/* stacks are read from the first probe hit on */
+	for (size_t i = 0; i < r.primary; i++)
+		py_record__add_pid(&r.py, r.tracked.targets[i].pid);
 	err = tracked__attach_new(&r.tracked, !opts->follow, r.err, sizeof(r.err));
 	if (err) {
 		pr_err("%s", r.err);
@@ -1034,8 +1037,6 @@ int record__run(struct record_opts *opts)
 	r.consumer.on_process = on_process;
 	py_record__open(&r.py, r.writer, &consumer__py_ops, &r.consumer);
 	r.consumer.py = r.py.session;
-	for (size_t i = 0; i < r.primary; i++)
-		py_record__add_pid(&r.py, r.tracked.targets[i].pid);
 	/* events stop with room left for the end: the scheduler text grows ~1/16 when escaped,
 	 * the metadata stays under 64 KB unless thousands of functions are probed */
 	if (opts->max_size)
