@@ -229,15 +229,18 @@ struct py_proc_cfg {
 	__u32 frame_code;
 	__u32 frame_previous;
 	__u32 frame_prev_instr;
+	__u32 code_qualname;
+	__u32 _pad;
 };
 
 struct py_frame {
 	__u64 code;  /* the PyCodeObject: named in userspace */
 	__u64 instr; /* the frame's prev_instr: the line being run (or calling the next frame) */
+	__u64 name;  /* its co_qualname: tells a code object from one that later took its memory */
 };
 
 /* One read of a thread's Python stack, innermost frame first. Submitted with only its depth
- * frames: the record's size is offsetof(struct py_stack_rec, frames) + depth * 16. */
+ * frames: the record's size is offsetof(struct py_stack_rec, frames) + depth * 24. */
 struct py_stack_rec {
 	__u32 type;
 	__u32 reason; /* enum py_read_reason */
@@ -250,8 +253,8 @@ struct py_stack_rec {
 };
 
 #ifndef __cplusplus
-_Static_assert(sizeof(struct py_proc_cfg) == 48, "py_proc_cfg layout");
-_Static_assert(sizeof(struct py_stack_rec) == 32 + 16 * PY_MAX_FRAMES, "py_stack_rec layout");
+_Static_assert(sizeof(struct py_proc_cfg) == 56, "py_proc_cfg layout");
+_Static_assert(sizeof(struct py_stack_rec) == 32 + 24 * PY_MAX_FRAMES, "py_stack_rec layout");
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");
 _Static_assert(sizeof(struct probe_cfg) == 12, "probe_cfg layout");

@@ -9,7 +9,7 @@
 #define PY_MAX_INTERPS 4
 #define PY_MAX_THREADS 256
 /* A thread without a Python thread state (a native worker) is looked up again this often. */
-#define PY_RETRY_NS (100 * 1000 * 1000ULL)
+#define PY_RETRY_NS (10 * 1000 * 1000ULL)
 
 volatile __u32 py_active = 0;
 
@@ -60,13 +60,15 @@ static __always_inline __u64 read_ptr(__u64 addr)
 struct find_ctx {
 	const struct py_proc_cfg *cfg;
 	__u64 interp;
-	__u64 tstate; /* the one to look at next, then the one found */
+	__u64 tstate; /* the one to look at next */
+	__u64 found;
 	__u32 tid;
 	__u32 interps;
-	bool found;
 };
 
-/* One step of the walk over every interpreter's thread list (bpf_loop: verified once). */
+/* One step of the walk over every interpreter's thread list (bpf_loop: verified once). The
+ * last match wins: 3.11 creates a new thread's state in the thread that starts it, with that
+ * thread's ids, at the head of the list, until the new thread runs and puts in its own. */
 static long find_step(__u32 i, struct find_ctx *c)
 {
 	const struct py_proc_cfg *cfg = c->cfg;
@@ -78,10 +80,8 @@ static long find_step(__u32 i, struct find_ctx *c)
 		c->interp = read_ptr(c->interp + cfg->interp_next);
 		return 0;
 	}
-	if (read_ptr(c->tstate + cfg->tstate_native_thread_id) == c->tid) {
-		c->found = true;
-		return 1;
-	}
+	if (read_ptr(c->tstate + cfg->tstate_native_thread_id) == c->tid)
+		c->found = c->tstate;
 	c->tstate = read_ptr(c->tstate + cfg->tstate_next);
 	return 0;
 }
@@ -92,7 +92,7 @@ static __always_inline __u64 find_tstate(const struct py_proc_cfg *cfg, __u32 ti
 
 	c.interp = read_ptr(cfg->runtime + cfg->runtime_interp_head);
 	bpf_loop(PY_MAX_INTERPS * (PY_MAX_THREADS + 1), find_step, &c, 0);
-	return c.found ? c.tstate : 0;
+	return c.found;
 }
 
 /* The thread's state: the cached one while it still names this thread, else looked up. */
@@ -124,6 +124,7 @@ static __always_inline int read_frame(const struct py_proc_cfg *cfg, __u64 frame
 		return -1;
 	out->code = fw.w[0];
 	out->instr = fw.w[((cfg->frame_prev_instr - cfg->frame_code) / 8) & 3];
+	out->name = out->code ? read_ptr(out->code + cfg->code_qualname) : 0;
 	*previous = fw.w[((cfg->frame_previous - cfg->frame_code) / 8) & 3];
 	return 0;
 }

@@ -6,7 +6,7 @@ import os
 import subprocess
 
 from lib import (check_format, finish_tracer, load_trace, read_ground_truth, sigusr1, spans,
-                 start_tracer, wait_exit, wait_probes_gone, _procs, ROOT)
+                 start_tracer, wait_exit, wait_probes_gone, _procs)
 
 import lib
 
@@ -164,3 +164,72 @@ def test_torch_operators_under_python(tmp):
     assert all(inside(e, "Conv2d._conv_forward") for e in called)
     assert all(inside(e, "infer") for e in called)
     p.kill()
+
+
+def test_python_launch_mode(tmp):
+    """tracer -- python3 SCRIPT: frames from the interpreter's start, imports included."""
+    out = os.path.join(tmp, "launch.json")
+    log = os.path.join(tmp, "gt.log")
+    rc, err = lib.run_tracer("-o", out, "--", PYTHON,
+                             os.path.join(lib.ROOT, "tests", "targets", "py_pipeline.py"),
+                             "--seconds", "1.5", "--log", log, timeout=120)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    gt = read_ground_truth(log)
+    py = [e for e in spans(trace) if e["cat"] == "python"]
+    names = {e["name"] for e in py}
+    assert {"read_batch", "decode_batch", "write_batch", "_find_and_load"} <= names, names
+    for func, thread in STAGES.items():
+        tid = next(t for t, n in gt["threads"].items() if n == thread)
+        got = [e for e in py if e["name"] == func]
+        assert {e["tid"] for e in got} == {tid}, (func, tid, {e["tid"] for e in got})
+        logged = [c for c in gt["calls"] if c[1] == func]
+        assert abs(len(got) - len(logged)) <= 1, (func, len(got), len(logged))
+
+
+FORKER = r"""
+import multiprocessing as mp, os, sys, time
+def task(x):
+    end = time.monotonic_ns() + 3_000_000
+    while time.monotonic_ns() < end:
+        pass
+    return os.getpid()
+if __name__ == "__main__":
+    mp.set_start_method("fork")
+    print("ready", os.getpid(), flush=True)
+    sys.stdin.readline()
+    with mp.Pool(2) as pool:
+        pids = set()
+        for _ in range(10):
+            pids |= set(pool.map(task, range(8)))
+    print("workers", *sorted(pids), flush=True)
+"""
+
+
+def test_python_follow_forked_workers(tmp):
+    """--follow: workers forked after attach (a DataLoader's, a Pool's) are read from their
+    first instruction: the BPF side takes the parent's interpreter for them at the fork."""
+    p = subprocess.Popen([PYTHON, "-c", FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    pid = int(line[1])
+    out = os.path.join(tmp, "follow.json")
+    tr = start_tracer("-p", pid, "--follow", "-o", out)
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    workers = set(map(int, p.stdout.readline().split()[1:]))
+    p.wait(timeout=60)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    tasks = [e for e in spans(trace) if e["cat"] == "python" and e["name"] == "task"]
+    assert {e["pid"] for e in tasks} == workers, ({e["pid"] for e in tasks}, workers)
+    # 80 calls of 3 ms. Calls of a chunk run back to back from one line (Pool's mapstar), so
+    # neighbours with no read between them merge: compare the time, not the count
+    total_ms = sum(e["dur"] for e in tasks) / 1000
+    assert 0.9 * 240 <= total_ms <= 1.1 * 240 + 10, total_ms
+    assert trace["metadata"]["python"]["processes"] == 3

@@ -54,14 +54,23 @@ struct got_span {
 static struct got_span spans[64];
 static int nspans;
 
-static void on_span(void *ctx, int pid, int tid, uint64_t code, uint64_t start, uint64_t end,
-		    bool incomplete)
+static int nopened;
+
+static uint64_t on_opened(void *ctx, int pid, const struct py_frame *f)
 {
-	if (nspans < 64)
-		spans[nspans++] = (struct got_span){ tid, code, start, end, incomplete };
+	nopened++;
+	return f->code * 10; /* a tag the span must carry back */
 }
 
-static const struct py_spans_ops ops = { .span = on_span };
+static void on_span(void *ctx, int pid, int tid, const struct py_open *o, uint64_t end,
+		    bool incomplete)
+{
+	CHECK(o->tag == o->code * 10);
+	if (nspans < 64)
+		spans[nspans++] = (struct got_span){ tid, o->code, o->start, end, incomplete };
+}
+
+static const struct py_spans_ops ops = { .opened = on_opened, .span = on_span };
 
 /* A read at ts (for what reason) of frames given outermost first as (code, instr) pairs. */
 static void read_stack(struct py_spans *s, int tid, uint64_t ts, int reason, int n,

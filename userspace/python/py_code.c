@@ -14,6 +14,7 @@
 struct code_entry {
 	struct {
 		uint64_t addr;
+		uint64_t qualname; /* tells a new code object at a freed one's address apart */
 		int pid;
 	} key;
 	struct py_code code;
@@ -153,13 +154,25 @@ static void read_code(struct py_code *code, const struct py_offsets *off)
 	code->linetable_len = n;
 }
 
+/* The code object is gone: its name, if the string still lives, and nothing else. */
+static void read_gone(struct py_code *code, const struct py_offsets *off, uint64_t qualname)
+{
+	char buf[MAX_STR * 4 + 1];
+
+	code->qualname = xstrdup(qualname && !py_str__read(code->pid, off, qualname, buf,
+							   sizeof(buf)) && buf[0] ? buf : "?");
+	code->filename = xstrdup("?");
+}
+
 const struct py_code *py_codes__get(struct py_codes *c, int pid, const struct py_offsets *off,
-				    uint64_t addr)
+				    uint64_t addr, uint64_t qualname)
 {
 	struct code_entry *e, key;
+	uint64_t now;
 
 	memset(&key, 0, sizeof(key));
 	key.key.addr = addr;
+	key.key.qualname = qualname;
 	key.key.pid = pid;
 	HASH_FIND(hh, c->map, &key.key, sizeof(key.key), e);
 	if (e)
@@ -168,7 +181,10 @@ const struct py_code *py_codes__get(struct py_codes *c, int pid, const struct py
 	e->key = key.key;
 	e->code.pid = pid;
 	e->code.addr = addr;
-	read_code(&e->code, off);
+	if (!py_mem__read(pid, addr + off->code_qualname, &now, sizeof(now)) && now == qualname)
+		read_code(&e->code, off);
+	else
+		read_gone(&e->code, off, qualname);
 	HASH_ADD(hh, c->map, key, sizeof(e->key), e);
 	return &e->code;
 }

@@ -25,9 +25,12 @@ struct py_codes;
 
 struct py_codes *py_codes__new(void);
 void py_codes__free(struct py_codes *c);
-/* The code object at addr in pid's memory, read with the version's offsets the first time. */
+/* The code object at addr in pid's memory whose co_qualname was qualname when BPF read the
+ * frame, named the first time. A code object freed since (a module's body, once imported) may
+ * have left its memory to another one: then only its name is known (from qualname, if that
+ * string still lives), not its file. Entries stay valid until py_codes__forget(pid). */
 const struct py_code *py_codes__get(struct py_codes *c, int pid, const struct py_offsets *off,
-				    uint64_t addr);
+				    uint64_t addr, uint64_t qualname);
 /* Forgets pid's code objects (it exited or ran exec: the addresses mean something else now). */
 void py_codes__forget(struct py_codes *c, int pid);
 

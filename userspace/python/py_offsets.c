@@ -52,5 +52,6 @@ int py_version__bpf_cfg(const struct py_version *v, uint64_t runtime, struct py_
 	cfg->frame_code = o->frame_code;
 	cfg->frame_previous = o->frame_previous;
 	cfg->frame_prev_instr = o->frame_prev_instr;
+	cfg->code_qualname = o->code_qualname;
 	return 0;
 }

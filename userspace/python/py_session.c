@@ -38,28 +38,35 @@ bool py_session__is_python(const struct py_session *s, int pid)
 	return proc_of(s, pid) != NULL;
 }
 
-static void on_span(void *ctx, int pid, int tid, uint64_t code_addr, uint64_t start, uint64_t end,
-		    bool incomplete)
+/* Named when first seen, while a frame still holds the code object. */
+static uint64_t on_opened(void *ctx, int pid, const struct py_frame *f)
 {
 	struct py_session *s = ctx;
 	const struct py_proc *p = proc_of(s, pid);
-	struct span_rec r = { .type = REC_SPAN, .pid = pid, .tid = tid, .start_ns = start,
+
+	return p ? (uintptr_t)py_codes__get(s->codes, pid, &p->ver->off, f->code, f->name) : 0;
+}
+
+static void on_span(void *ctx, int pid, int tid, const struct py_open *o, uint64_t end,
+		    bool incomplete)
+{
+	struct py_session *s = ctx;
+	struct span_rec r = { .type = REC_SPAN, .pid = pid, .tid = tid, .start_ns = o->start,
 			      .end_ns = end, .flags = incomplete ? SPAN_INCOMPLETE : 0 };
-	const struct py_code *code;
+	const struct py_code *code = (const struct py_code *)(uintptr_t)o->tag;
 	char args[1200], file[1024];
 
-	if (!p)
+	if (!code || !s->writer)
 		return;
-	code = py_codes__get(s->codes, pid, &p->ver->off, code_addr);
 	json_escape(file, sizeof(file), code->filename, strlen(code->filename));
 	snprintf(args, sizeof(args), "\"file\":\"%s\",\"line\":%d", file, code->firstlineno);
 	trace_writer__span(s->writer, &r, code->qualname, "python", args);
 	s->nspans++;
 	if (s->ops && s->ops->span)
-		s->ops->span(s->ctx, code->qualname, end - start, incomplete);
+		s->ops->span(s->ctx, code->qualname, end - o->start, incomplete);
 }
 
-static const struct py_spans_ops spans_ops = { .span = on_span };
+static const struct py_spans_ops spans_ops = { .opened = on_opened, .span = on_span };
 
 struct py_session *py_session__new(struct trace_writer *w, const struct py_session_ops *ops,
 				   void *ctx)
@@ -164,7 +171,9 @@ size_t py_session__native(struct py_session *s, const struct span_rec *r, char *
 	if (!p || (r->flags & SPAN_INSTANT) ||
 	    !py_spans__on_native(s->spans, r->pid, r->tid, r->start_ns, r->end_ns, &caller))
 		return 0;
-	code = py_codes__get(s->codes, r->pid, &p->ver->off, caller.code);
+	code = (const struct py_code *)(uintptr_t)caller.tag;
+	if (!code)
+		return 0;
 	json_escape(name, sizeof(name), code->qualname, strlen(code->qualname));
 	json_escape(file, sizeof(file), code->filename, strlen(code->filename));
 	n = snprintf(args, len, "\"py\":\"%s\",\"py_line\":\"%s:%d\"", name, file,

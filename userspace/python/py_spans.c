@@ -75,7 +75,7 @@ static void close_from(struct py_spans *s, struct py_stack *st, uint32_t from, u
 		struct py_open *o = &st->v[--st->depth];
 		uint64_t end = ts < o->min_end ? o->min_end : ts;
 
-		s->ops->span(s->ctx, st->pid, st->tid, o->code, o->start, end < o->start ? o->start : end,
+		s->ops->span(s->ctx, st->pid, st->tid, o, end < o->start ? o->start : end,
 			     incomplete);
 	}
 }
@@ -142,6 +142,7 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 		o->seen = r->ts;
 		o->start = split;
 		o->min_end = 0;
+		o->tag = s->ops->opened ? s->ops->opened(s->ctx, r->pid, f) : 0;
 	}
 	st->depth = d;
 	for (uint32_t i = 0; i < d; i++)

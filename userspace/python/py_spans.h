@@ -33,11 +33,15 @@ struct py_open {
 	uint64_t seen;	       /* the first read that showed it */
 	uint64_t start;	       /* its estimated start */
 	uint64_t min_end;      /* a native call under it returned then: it cannot end earlier */
+	uint64_t tag;	       /* what ops->opened returned for it */
 };
 
 struct py_spans_ops {
-	/* A finished span: code object `code` of process pid ran on tid over [start, end]. */
-	void (*span)(void *ctx, int pid, int tid, uint64_t code, uint64_t start, uint64_t end,
+	/* A frame was first seen: its code object should be named now, while the frame holds it
+	 * (a module's code is freed once it ran). The return value is kept as the frame's tag. */
+	uint64_t (*opened)(void *ctx, int pid, const struct py_frame *f);
+	/* A finished span: frame o of process pid ran on tid from o->start to end. */
+	void (*span)(void *ctx, int pid, int tid, const struct py_open *o, uint64_t end,
 		     bool incomplete);
 };
 
