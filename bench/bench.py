@@ -873,7 +873,8 @@ def main():
     LOAD[0] = loadavg()
     TMP = tempfile.mkdtemp(prefix="tracer-bench-", dir="/var/tmp")
     steps = [("1", bench_cost), ("1b", bench_insn_classes), ("2", bench_sustained),
-             ("3", bench_writer), ("4", bench_attach), ("5", bench_memory), ("6", bench_ffmpeg), ("7", bench_python)]
+             ("3", bench_writer), ("4", bench_attach), ("5", bench_memory), ("6", bench_ffmpeg),
+             ("7", bench_python)]
     try:
         for key, fn in steps:
             if only and key not in only:

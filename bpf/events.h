@@ -206,7 +206,7 @@ enum py_read_reason {
 	PY_READ_PREEMPT, /* the thread left the CPU runnable: its stack holds until it runs again */
 	PY_READ_BLOCK,	 /* the thread left the CPU to wait (sleep, lock, I/O) */
 	PY_READ_TICK,	 /* the periodic on-CPU tick */
-	PY_READ_PROBE,	 /* a probed native function was entered: ts equals the span's start_ns */
+	PY_READ_PROBE,	 /* a probed native function was entered: ts is the span's start_ns */
 };
 
 enum py_read_flags {

@@ -30,7 +30,7 @@ struct py_thread {
 	__u64 top_code;
 	__u64 top_instr;
 	__u32 submitted; /* a read was submitted since the thread was first seen */
-	__u32 busy;	 /* a read is under way: one that interrupts it (tick, preemption) waits */
+	__u32 busy;	 /* a read is under way: one that interrupts it (tick, switch) waits */
 };
 
 struct {

@@ -3,7 +3,8 @@
 # headers are installed. PY_VERSIONS lists the versions tools/py_offsets.c knows.
 PY_VERSIONS ?= 3.11
 PY_INCLUDE ?= /usr/include
-PY_FOUND := $(foreach v,$(PY_VERSIONS),$(if $(wildcard $(PY_INCLUDE)/python$(v)/internal/pycore_frame.h),$(v)))
+PY_FOUND := $(foreach v,$(PY_VERSIONS),\
+	$(if $(wildcard $(PY_INCLUDE)/python$(v)/internal/pycore_frame.h),$(v)))
 PY_INCS := $(patsubst %,$(OUTPUT)/py/offsets-%.inc,$(PY_FOUND))
 
 $(OUTPUT)/py:
@@ -25,4 +26,5 @@ $(OUTPUT)/py_offsets_table.h: $(PY_INCS) mk/python.mk | $(OUTPUT)
 	      echo '	{ 0 } /* end */'; echo '};'; } > $@
 
 # The objects that read the table need it before their first compile (-MMD tracks it after).
-$(patsubst userspace/%.c,$(OUTPUT)/obj/%.o,$(wildcard userspace/python/*.c)): | $(OUTPUT)/py_offsets_table.h
+PY_OBJS := $(patsubst userspace/%.c,$(OUTPUT)/obj/%.o,$(wildcard userspace/python/*.c))
+$(PY_OBJS): | $(OUTPUT)/py_offsets_table.h

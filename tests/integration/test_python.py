@@ -61,7 +61,8 @@ def test_python_stage_functions(tmp, python=PYTHON):
         # on the right thread, and only there
         assert {e["tid"] for e in evs} == {tid}, (func, collections.Counter(e["tid"] for e in evs))
         assert all(e["args"]["file"].endswith("py_pipeline.py") for e in evs)
-        traced = [e for e in evs if lo <= t0 + e["ts"] * 1000 and t0 + (e["ts"] + e["dur"]) * 1000 <= hi]
+        traced = [e for e in evs
+                  if lo <= t0 + e["ts"] * 1000 and t0 + (e["ts"] + e["dur"]) * 1000 <= hi]
         logged = [(s, t) for t_, f, s, t, _ in gt["calls"] if f == func and lo <= s and t <= hi]
         traced_ns = sum(e["dur"] for e in traced) * 1000
         logged_ns = sum(t - s for s, t in logged)

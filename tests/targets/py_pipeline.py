@@ -105,9 +105,11 @@ def main():
         go.wait()
         fn(*args)
 
-    threads = [threading.Thread(target=run, name="reader", args=("reader", reader, stop, q1, a.period)),
-               threading.Thread(target=run, name="decoder", args=("decoder", decoder, q1, q2)),
-               threading.Thread(target=run, name="writer", args=("writer", writer, q2))]
+    threads = [
+        threading.Thread(target=run, name="reader", args=("reader", reader, stop, q1, a.period)),
+        threading.Thread(target=run, name="decoder", args=("decoder", decoder, q1, q2)),
+        threading.Thread(target=run, name="writer", args=("writer", writer, q2)),
+    ]
     for t in threads:
         t.start()
     while len(tids) < 3:

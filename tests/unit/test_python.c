@@ -27,10 +27,11 @@ static const uint8_t linetable[] = {
 	0x00, 0x0d, 0x11, 0x88, 0x01, 0xf5, 0x06, 0x00, 0x0c, 0x0d, 0x88, 0x51, 0xd8, 0x0d, 0x0e,
 	0xf1, 0x03, 0x01, 0x0c, 0x10, 0xf4, 0x00, 0x01, 0x0c, 0x10, 0xf0, 0x00, 0x01, 0x05, 0x10,
 };
-static const int lines[] = { 1,	 2,  2,	 2,  2,	 2,  3,	 3,  3,	 3,  3,	 3,  4,	 4,
-			     5,	 5,  5,	 5,  5,	 5,  5,	 5,  5,	 5,  5,	 5,  5,	 5,
-			     4,	 4,  4,	 4,  4,	 4,  4,	 4,  4,	 4,  7,	 7,  10, 10,
-			     10, 10, 10, 10, 10, 11, 10, 10, 10, 10, 10, 10, 10, 10 };
+static const int lines[] = {
+	1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 7, 7, 10, 10, 10, 10, 10, 10, 10, 11, 10, 10, 10, 10, 10, 10,
+	10, 10,
+};
 
 static void test_linetable(void)
 {
@@ -204,7 +205,8 @@ static void test_usdt_args(void)
 	      a[0].val == -16 && a[0].reg_off == offsetof(struct pt_regs, rbp) && !a[0].is_signed);
 	CHECK(usdt_arg__parse("-4@112(%rsp)", &a[0]) == 0 && a[0].val == 112);
 	CHECK(usdt_arg__parse("4@$5", &a[0]) == 0 && a[0].kind == USDT_ARG_CONST && a[0].val == 5);
-	CHECK(usdt_arg__parse("1@%r8b", &a[0]) == 0 && a[0].reg_off == offsetof(struct pt_regs, r8));
+	CHECK(usdt_arg__parse("1@%r8b", &a[0]) == 0 &&
+	      a[0].reg_off == offsetof(struct pt_regs, r8));
 	CHECK(usdt_arg__parse("8@(%rax)", &a[0]) == 0 && a[0].val == 0);
 	CHECK(usdt_arg__parse("3@%eax", &a[0]) < 0);
 	CHECK(usdt_arg__parse("4@%xmm0", &a[0]) < 0);
