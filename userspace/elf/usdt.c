@@ -10,6 +10,7 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NT_STAPSDT 3
@@ -120,15 +121,17 @@ int usdt_args__parse(const char *text, struct usdt_arg *args, int max)
 	return n;
 }
 
-/* The file offset of a virtual address, from the PT_LOAD segment containing it. */
-static bool vaddr_to_offset(Elf *elf, size_t nph, uint64_t addr, uint64_t *off)
+/* The file offset of a virtual address, from the PT_LOAD segment whose file part holds it. */
+static bool vaddr_to_offset(Elf *elf, size_t nph, uint64_t fsize, uint64_t addr, uint64_t *off)
 {
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		if (addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_memsz) {
+		if (ph.p_offset > fsize || ph.p_filesz > fsize - ph.p_offset)
+			continue; /* a segment beyond the file: a hostile or cut file */
+		if (addr >= ph.p_vaddr && addr - ph.p_vaddr < ph.p_filesz) {
 			*off = addr - ph.p_vaddr + ph.p_offset;
 			return true;
 		}
@@ -136,8 +139,8 @@ static bool vaddr_to_offset(Elf *elf, size_t nph, uint64_t addr, uint64_t *off)
 	return false;
 }
 
-static void add_note(struct usdt_probes *out, Elf *elf, size_t nph, const uint8_t *desc,
-		     size_t len, uint64_t base_addr, bool have_base)
+static void add_note(struct usdt_probes *out, Elf *elf, size_t nph, uint64_t fsize,
+		     const uint8_t *desc, size_t len, uint64_t base_addr, bool have_base)
 {
 	uint64_t addr, note_base, sema;
 	const char *provider, *name, *args, *end = (const char *)desc + len;
@@ -150,10 +153,10 @@ static void add_note(struct usdt_probes *out, Elf *elf, size_t nph, const uint8_
 	memcpy(&sema, desc + 16, 8);
 	provider = (const char *)desc + 24;
 	name = memchr(provider, 0, end - provider);
-	if (!name++ || name >= end)
+	if (!name || ++name >= end)
 		return;
 	args = memchr(name, 0, end - name);
-	if (!args++ || args > end)
+	if (!args || ++args > end)
 		return;
 	if (args == end || !memchr(args, 0, end - args))
 		args = "";
@@ -163,9 +166,9 @@ static void add_note(struct usdt_probes *out, Elf *elf, size_t nph, const uint8_
 	out->v = xrealloc(out->v, out->cnt + 1, sizeof(*out->v));
 	p = &out->v[out->cnt];
 	memset(p, 0, sizeof(*p));
-	if (!vaddr_to_offset(elf, nph, addr, &p->offset))
+	if (!vaddr_to_offset(elf, nph, fsize, addr, &p->offset))
 		return;
-	if (sema && !vaddr_to_offset(elf, nph, sema, &p->sema_offset))
+	if (sema && !vaddr_to_offset(elf, nph, fsize, sema, &p->sema_offset))
 		return;
 	p->provider = xstrdup(provider);
 	p->name = xstrdup(name);
@@ -184,9 +187,12 @@ int usdt__read_fd(int fd, struct usdt_probes *out)
 	bool have_base = false;
 	Elf_Scn *scn = NULL;
 	size_t shstrndx, nph;
+	struct stat st;
 	Elf *elf;
 
 	memset(out, 0, sizeof(*out));
+	if (fstat(fd, &st))
+		return -errno;
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) ||
@@ -219,8 +225,9 @@ int usdt__read_fd(int fd, struct usdt_probes *out)
 			    memcmp((char *)data->d_buf + name_off, "stapsdt", 8) ||
 			    desc_off + nh.n_descsz > data->d_size)
 				continue;
-			add_note(out, elf, nph, (const uint8_t *)data->d_buf + desc_off,
-				 nh.n_descsz, base_addr, have_base);
+			add_note(out, elf, nph, st.st_size,
+				 (const uint8_t *)data->d_buf + desc_off, nh.n_descsz, base_addr,
+				 have_base);
 		}
 	}
 	elf_end(elf);

@@ -4,6 +4,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -205,11 +206,15 @@ static uint64_t varint(const uint8_t **p, const uint8_t *end)
 	return v;
 }
 
+/* A signed line delta; a hostile table's huge ones are cut to what no real file has, so that
+ * the sum stays far from overflowing (tables are at most MAX_LINETABLE bytes). */
 static int64_t svarint(const uint8_t **p, const uint8_t *end)
 {
-	uint64_t v = varint(p, end);
+	uint64_t raw = varint(p, end), v = raw >> 1;
 
-	return v & 1 ? -(int64_t)(v >> 1) : (int64_t)(v >> 1);
+	if (v > INT_MAX)
+		v = INT_MAX;
+	return raw & 1 ? -(int64_t)v : (int64_t)v;
 }
 
 /* The format is CPython's Objects/locations.md: entries of one start byte (bit 7 set, a 4-bit
@@ -240,14 +245,14 @@ int py_linetable__line(const uint8_t *tab, size_t len, int firstlineno, uint64_t
 		case 11:
 		case 12: /* one line, delta 0..2, two column bytes */
 			line += code - 10;
-			p += 2;
+			p += end - p < 2 ? end - p : 2;
 			break;
 		default: /* short form: same line, one column byte */
-			p += 1;
+			p += p < end;
 			break;
 		}
 		if (unit < at + n)
-			return code == 15 ? -1 : (int)line;
+			return code == 15 || line < 0 || line > INT_MAX ? -1 : (int)line;
 		at += n;
 	}
 	return -1;
