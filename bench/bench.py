@@ -684,6 +684,116 @@ def bench_ffmpeg():
 
 # ---------------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------------
+# 7. Python frames: what reading stacks costs a Python program, and a pipeline's pace
+
+PYTHON = "/usr/bin/python3"
+
+
+def py_loop_run(seconds, tracer_args=None, out=None):
+    """One run of bench/py_loop.py, untraced or under tracer: (CPU ns per call, the trace's
+    metadata or None)."""
+    p = subprocess.Popen([PYTHON, os.path.join(ROOT, "bench", "py_loop.py"), str(seconds)],
+                         stdout=subprocess.PIPE, text=True)
+    tr = None
+    try:
+        w = p.stdout.readline().split()
+        if not w or w[0] != "ready":
+            raise RuntimeError(f"py_loop did not start: {w}")
+        pid = int(w[1])
+        if tracer_args is not None:
+            tr = Proc([TRACER, "-p", str(pid), "-o", out] + tracer_args)
+            tr.wait_ready()
+        os.kill(pid, signal.SIGUSR1)
+        res, _ = p.communicate(timeout=seconds + 120)
+        m = re.search(r"calls (\d+) cpu_ns (\d+) wall_ns (\d+)", res)
+        if not m:
+            raise RuntimeError(f"py_loop printed no result: {res}")
+        meta = None
+        if tr:
+            st = tr.wait(120)
+            if st != 0:
+                raise RuntimeError(f"tracer exited {st}: {tr.text()[-1500:]}")
+            meta = trace_metadata(out)
+        return int(m.group(2)) / int(m.group(1)), meta
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if tr:
+            tr.kill()
+
+
+def py_pipeline_pace(seconds, tracer_args=None, out=None):
+    """Batches per second through tests/targets/py_pipeline.py, unpaced (as fast as it goes)."""
+    log_path = os.path.join(TMP, "py_pipeline.log")
+    p = subprocess.Popen([PYTHON, os.path.join(ROOT, "tests", "targets", "py_pipeline.py"),
+                          "--wait-signal", "--period", "0", "--seconds", str(seconds),
+                          "--log", log_path], stdout=subprocess.PIPE, text=True)
+    tr = None
+    try:
+        w = p.stdout.readline().split()
+        if not w or w[0] != "ready":
+            raise RuntimeError(f"py_pipeline did not start: {w}")
+        pid = int(w[1])
+        if tracer_args is not None:
+            tr = Proc([TRACER, "-p", str(pid), "-o", out] + tracer_args)
+            tr.wait_ready()
+        os.kill(pid, signal.SIGUSR1)
+        p.communicate(timeout=seconds + 120)
+        if tr:
+            tr.wait(120)
+        with open(log_path) as f:
+            ends = [int(l.split()[3]) for l in f if l.split()[1:2] == ["write_batch"]]
+        return len(ends) / seconds
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if tr:
+            tr.kill()
+
+
+def bench_python():
+    log("7. Python frames")
+    if not os.access(PYTHON, os.X_OK):
+        row("7. Python frames", "all rows", "not run", "", "", "", f"no {PYTHON}")
+        return
+    reps = 3
+    seconds = 2 if QUICK else 4
+    sec = "7. Python frames, pure Python loop"
+    out = os.path.join(TMP, "py.json")
+    base, traced, charged, reads = [], [], [], []
+    for _ in range(reps):
+        b, _ = py_loop_run(seconds)
+        t, meta = py_loop_run(seconds, [], out)
+        base.append(b)
+        traced.append(t)
+        py = meta["python"]
+        cpu = meta["overhead"]["target_cpu_ns"]
+        charged.append(100.0 * py["read_ns"] / cpu if cpu else float("nan"))
+        reads.append(py["reads"] / max(1e-9, meta["duration_ns"] / 1e9))
+        hz = py["tick_hz"]
+    added = [100.0 * (t - b) / b for b, t in zip(base, traced)]
+    row(sec, "untraced", f"{med(base):.0f} ns CPU per step()")
+    row(sec, f"tracer, default tick ({hz} Hz)",
+        f"{med(traced):.0f} ns CPU per step(); {med(reads):.0f} stack reads/s",
+        f"untraced {med(base):.0f}", f"{med(added):+.2f}% CPU (runs {min(added):+.2f} to "
+        f"{max(added):+.2f})", "", "")
+    row(sec, "stack reads, as tracer accounts them (python_read_ns / target CPU)",
+        f"{med(charged):.2f}% of the target's CPU (runs {min(charged):.2f}-{max(charged):.2f})",
+        "", "", "<= 1%", "met" if med(charged) <= 1.0 else "NOT met")
+    sec = "7. Python frames, py_pipeline.py unpaced"
+    pb, pt = [], []
+    for _ in range(reps):
+        pb.append(py_pipeline_pace(seconds))
+        pt.append(py_pipeline_pace(seconds, [], out))
+    row(sec, "pace untraced", f"{med(pb):.1f} batches/s (runs {min(pb):.1f}-{max(pb):.1f})")
+    row(sec, "pace traced (Python frames, scheduler)",
+        f"{med(pt):.1f} batches/s (runs {min(pt):.1f}-{max(pt):.1f})", f"{med(pb):.1f}",
+        f"{med(pt) / med(pb):.3f}x", "", "")
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -736,7 +846,7 @@ def main():
     ap.add_argument("--output", default=os.path.join(ROOT, ".output"))
     ap.add_argument("--quick", action="store_true", help="shorter runs (noisier)")
     ap.add_argument("--results", default=None, help="write the table here (markdown)")
-    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,2,3,4,5,6")
+    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,2,3,4,5,6,7")
     ap.add_argument("--compare-tracer", default=None,
                     help="another tracer binary to add to row 1 (e.g. a build without a change)")
     a = ap.parse_args()
@@ -763,7 +873,8 @@ def main():
     LOAD[0] = loadavg()
     TMP = tempfile.mkdtemp(prefix="tracer-bench-", dir="/var/tmp")
     steps = [("1", bench_cost), ("1b", bench_insn_classes), ("2", bench_sustained),
-             ("3", bench_writer), ("4", bench_attach), ("5", bench_memory), ("6", bench_ffmpeg)]
+             ("3", bench_writer), ("4", bench_attach), ("5", bench_memory), ("6", bench_ffmpeg),
+             ("7", bench_python)]
     try:
         for key, fn in steps:
             if only and key not in only:

@@ -20,6 +20,7 @@ enum rec_type {
 	REC_SWITCH,
 	REC_WAKEUP,
 	REC_TASK,
+	REC_PY_STACK,
 	REC_TYPE_MAX,
 };
 
@@ -35,6 +36,27 @@ enum probe_flags {
 	PROBE_NAME_FROM = 2, /* name the span from the string at argument name_arg */
 	PROBE_ARGS = 4,	     /* capture arguments arg_idx[0..nargs) */
 	PROBE_RET = 8,	     /* capture the return value */
+	PROBE_USDT = 16,     /* a USDT probe: arguments as usdt_cfgs describes them */
+};
+
+enum usdt_arg_kind_bpf {
+	USDT_BPF_CONST,
+	USDT_BPF_REG, /* the value of the register at reg_off in pt_regs */
+	USDT_BPF_MEM, /* the value at that register + val */
+};
+
+/* How to fetch one USDT argument (from its operand string, elf/usdt.c). */
+struct usdt_arg_cfg {
+	__u32 kind; /* enum usdt_arg_kind_bpf */
+	__u32 size; /* bytes: 1, 2, 4, 8 */
+	__u32 is_signed;
+	__u32 reg_off;
+	__u64 val;
+};
+
+/* The arguments a USDT probe captures, in the order of probe_cfg.arg_idx, by probe id. */
+struct usdt_cfg {
+	struct usdt_arg_cfg args[MAX_ARGS];
 };
 
 struct probe_cfg {
@@ -164,13 +186,79 @@ enum counter {
 	CNT_STALE_FRAMES,    /* frames whose return never fired (longjmp, 64-deep limit) */
 	CNT_EXIT_FRAMES,     /* frames open when their thread exited */
 	CNT_NO_STORAGE,	     /* task storage could not be allocated */
+	CNT_LOST_PY,	     /* ring buffer full: Python stack read dropped */
+	CNT_PY_CHECKS,	     /* Python stacks looked at (switch, tick, probe hit) */
+	CNT_PY_READS,	     /* ... of which changed and were submitted */
+	CNT_PY_FAULTS,	     /* a read of the interpreter's memory failed */
+	CNT_PY_TRUNCATED,    /* stacks deeper than PY_MAX_FRAMES: the outermost frames are cut */
+	CNT_PY_NS,	     /* ns spent reading Python stacks, on the Python threads */
+	CNT_PY_PROBE_NS,     /* ... of which at probe hits (inside the span program's run time) */
 	CNT_MAX,
 };
 
+/* Python frames (bpf/python.bpf.c). A thread's Python stack is read when it leaves the CPU, on
+ * a periodic on-CPU tick, and when it enters a probed native function; a read that finds the
+ * same innermost frame at the same instruction as the previous one is submitted without its
+ * frames (PY_SAME): userspace still learns when the stack was last seen. */
+#define PY_MAX_FRAMES 64
+
+enum py_read_reason {
+	PY_READ_PREEMPT, /* the thread left the CPU runnable: its stack holds until it runs again */
+	PY_READ_BLOCK,	 /* the thread left the CPU to wait (sleep, lock, I/O) */
+	PY_READ_TICK,	 /* the periodic on-CPU tick */
+	PY_READ_PROBE,	 /* a probed native function was entered: ts is the span's start_ns */
+};
+
+enum py_read_flags {
+	PY_TRUNCATED = 1, /* deeper than PY_MAX_FRAMES: frames[] misses the outermost ones */
+	PY_FAULT = 2,	  /* a frame could not be read: frames[] ends early */
+	PY_SAME = 4,	  /* the same stack as the last read: no frames follow (depth 0) */
+};
+
+/* Where the interpreter of one traced process keeps its threads and frames: the addresses
+ * and struct offsets (from its version's offsets table, tools/py_offsets.c) the BPF side needs. */
+struct py_proc_cfg {
+	__u64 runtime; /* address of _PyRuntime in the process */
+	__u32 runtime_interp_head;
+	__u32 interp_next;
+	__u32 interp_threads_head;
+	__u32 tstate_next;
+	__u32 tstate_native_thread_id;
+	__u32 tstate_cframe;
+	__u32 cframe_current_frame;
+	__u32 frame_code;
+	__u32 frame_previous;
+	__u32 frame_prev_instr;
+	__u32 code_qualname;
+	__u32 _pad;
+};
+
+struct py_frame {
+	__u64 code;  /* the PyCodeObject: named in userspace */
+	__u64 instr; /* the frame's prev_instr: the line being run (or calling the next frame) */
+	__u64 name;  /* its co_qualname: tells a code object from one that later took its memory */
+};
+
+/* One read of a thread's Python stack, innermost frame first. Submitted with only its depth
+ * frames: the record's size is offsetof(struct py_stack_rec, frames) + depth * 24. */
+struct py_stack_rec {
+	__u32 type;
+	__u32 reason; /* enum py_read_reason */
+	__u32 pid;
+	__u32 tid;
+	__u64 ts;
+	__u32 depth;
+	__u32 flags; /* enum py_read_flags */
+	struct py_frame frames[PY_MAX_FRAMES];
+};
+
 #ifndef __cplusplus
+_Static_assert(sizeof(struct py_proc_cfg) == 56, "py_proc_cfg layout");
+_Static_assert(sizeof(struct py_stack_rec) == 32 + 24 * PY_MAX_FRAMES, "py_stack_rec layout");
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");
 _Static_assert(sizeof(struct probe_cfg) == 12, "probe_cfg layout");
+_Static_assert(sizeof(struct usdt_cfg) == 24 * MAX_ARGS, "usdt_cfg layout");
 _Static_assert(sizeof(struct switch_rec) == 80, "switch_rec layout");
 _Static_assert(sizeof(struct wakeup_rec) == 80, "wakeup_rec layout");
 _Static_assert(sizeof(struct task_rec) == 48, "task_rec layout");

@@ -2,6 +2,7 @@
 /* Function spans: the uprobe pushes a frame on the thread's stack, the uretprobe pops it and
  * submits one completed span. The BPF cookie is the probe id (userspace's probe table). */
 #include "tracer.bpf.h"
+#include "python.bpf.h"
 
 const volatile __u64 min_dur_ns = 0;
 const volatile __u64 wakeup_bytes = 2 << 20;
@@ -50,16 +51,49 @@ static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 n
 	}
 }
 
+/* One USDT argument, as its operand says: a constant, a register, or memory at a register plus
+ * a displacement. The register is read from pt_regs at an offset only known at run time. */
+static __always_inline __u64 usdt_arg(struct pt_regs *ctx, const struct usdt_arg_cfg *a)
+{
+	__u64 v = 0, reg = 0;
+
+	if (a->kind == USDT_BPF_CONST)
+		return a->val;
+	if (a->reg_off > sizeof(struct pt_regs) - 8 ||
+	    bpf_probe_read_kernel(&reg, sizeof(reg), (void *)ctx + a->reg_off))
+		return 0;
+	if (a->kind == USDT_BPF_REG)
+		v = reg;
+	else if (bpf_probe_read_user(&v, sizeof(v), (void *)(reg + a->val)))
+		return 0;
+	switch (a->size) {
+	case 1:
+		return a->is_signed ? (__u64)(__s64)(__s8)v : (__u8)v;
+	case 2:
+		return a->is_signed ? (__u64)(__s64)(__s16)v : (__u16)v;
+	case 4:
+		return a->is_signed ? (__u64)(__s64)(__s32)v : (__u32)v;
+	}
+	return v;
+}
+
 /* Reads what the probe's spec asks for, and nothing else, from the target. The six integer
  * argument registers (x86-64 SysV; libbpf 1.1 names only five) are copied to the stack first:
  * the verifier refuses a context read at a computed offset. */
 static __always_inline void capture_entry(struct pt_regs *ctx, const struct probe_cfg *cfg,
-					  struct span_capture *cap)
+					  __u32 id, struct span_capture *cap)
 {
 	__u64 regs[8] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
 
-	if (cfg->flags & PROBE_ARGS) {
+	if ((cfg->flags & (PROBE_ARGS | PROBE_USDT)) == (PROBE_ARGS | PROBE_USDT)) {
+		const struct usdt_cfg *u = bpf_map_lookup_elem(&usdt_cfgs, &id);
+
+		for (int i = 0; i < MAX_ARGS; i++)
+			cap->args[i] = 0;
+		for (int i = 0; u && i < MAX_ARGS && i < cfg->nargs; i++)
+			cap->args[i] = usdt_arg(ctx, &u->args[i]);
+	} else if (cfg->flags & PROBE_ARGS) {
 		for (int i = 0; i < MAX_ARGS; i++)
 			cap->args[i] = i < cfg->nargs ? regs[cfg->arg_idx[i] & 7] : 0;
 	}
@@ -95,6 +129,14 @@ int BPF_KPROBE(span_enter)
 		count(CNT_NO_STORAGE);
 		return 0;
 	}
+	/* The Python line that called this native function: read first, and at the span's own
+	 * start, so that no other read of this thread can come between them. */
+	if (py_active) {
+		__u64 t = py_read(0, PY_READ_PROBE);
+
+		if (t)
+			now = t;
+	}
 	close_stale(st, sp, now);
 	d = st->depth;
 	if (d >= MAX_FRAMES) {
@@ -107,7 +149,7 @@ int BPF_KPROBE(span_enter)
 	f->probe_id = id;
 	f->flags = cfg->flags;
 	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))
-		capture_entry(ctx, cfg, &f->cap);
+		capture_entry(ctx, cfg, id, &f->cap);
 	/* No return probe (Go, C++ exceptions, coroutines): the call is an instant. The frame
 	 * slot is only scratch space; the stack does not grow. */
 	if (cfg->flags & PROBE_ENTRY_ONLY) {
@@ -143,6 +185,35 @@ int BPF_KRETPROBE(span_exit)
 		goto unmatched;
 	if (f->flags & PROBE_RET)
 		f->cap.ret = PT_REGS_RC(ctx);
+	emit_span(st, top, now, 0);
+	st->depth = top;
+	return 0;
+unmatched:
+	if (phase == PHASE_RECORDING)
+		count(CNT_UNMATCHED_RETS);
+	return 0;
+}
+
+/* The end of a USDT pair (python:gc__start ... python:gc__done): the cookie is the start's
+ * probe id; the innermost frame, if it is that start's, completes. */
+SEC("uprobe")
+int BPF_KPROBE(usdt_end)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct span_stack *st;
+	__u32 top;
+
+	if (!traced_process(false))
+		return 0;
+	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	if (!st)
+		goto unmatched;
+	top = st->depth;
+	if (top == 0 || top > MAX_FRAMES)
+		goto unmatched;
+	top = (top - 1) & (MAX_FRAMES - 1);
+	if (st->frames[top].probe_id != (__u32)bpf_get_attach_cookie(ctx))
+		goto unmatched;
 	emit_span(st, top, now, 0);
 	st->depth = top;
 	return 0;

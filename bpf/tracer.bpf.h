@@ -52,6 +52,14 @@ struct {
 	__type(value, struct probe_cfg);
 } probe_cfgs __weak SEC(".maps");
 
+/* How USDT probes fetch their arguments, by probe id (only USDT probes with arguments). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct usdt_cfg);
+} usdt_cfgs __weak SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);

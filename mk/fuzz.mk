@@ -36,6 +36,8 @@ FUZZ_SRCS_probe_spec := probe/probe_spec util/util
 FUZZ_SRCS_elf_syms := elf/elf_syms
 FUZZ_SRCS_json_escape := trace/json_text
 FUZZ_SRCS_trace_reader := trace/trace_reader trace/ftrace_line util/util
+FUZZ_SRCS_usdt := elf/usdt util/util
+FUZZ_SRCS_py_linetable := python/py_code python/py_proc python/py_offsets elf/elf_datasym util/util
 # Small read buffers, so that inputs of a few KB cross buffer boundaries (where escapes and
 # values are split); the code reads 1 MiB at a time otherwise.
 FUZZ_OBJ_CFLAGS_trace/trace_reader := -DTRACE_READER_READ_SIZE=61
@@ -43,6 +45,7 @@ FUZZ_OBJ_CFLAGS_trace/trace_reader := -DTRACE_READER_READ_SIZE=61
 FUZZ_MAXLEN_elf_syms := 65536
 FUZZ_MAXLEN_probe_pack := 16384
 FUZZ_MAXLEN_trace_reader := 65536
+FUZZ_MAXLEN_usdt := 65536
 
 .PHONY: fuzz fuzz-build fuzz-long fuzz-merge check-san
 

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
 	make gcc g++ clang llvm pkg-config bpftool	# build; g++: libstdc++, the C++ target
+	python3.11-dev systemtap-sdt-dev		# build: CPython offsets; tests: USDT targets
 	libbpf-dev libelf-dev zlib1g-dev libcjson-dev	# libraries tracer links against
 	uthash-dev					# one hash table, header-only
 	python3 ffmpeg util-linux time valgrind		# tests: runner, a real pipeline, setpriv, RSS, valgrind

@@ -201,7 +201,7 @@ def test_packs(tmp):
     assert rc == 0, err
     names = [l.split()[0] for l in out.splitlines()[1:] if l.startswith("  ") and
              not l.startswith("    ")]
-    assert names == ["ffmpeg", "glibc", "pipeline"], out
+    assert names == ["ffmpeg", "glibc", "pipeline", "python"], out
     assert "only with -P glibc" in out
     assert "used when it maps libavcodec.so.*" in out
     assert max(len(l) for l in out.splitlines()) <= 100, out

@@ -2,6 +2,7 @@
 /* tracer record: options and usage of a recording; the recording itself is record/record.c. */
 #include "cmd/commands.h"
 #include "record/record.h"
+#include "python/py_session.h"
 #include "util/util.h"
 
 #include <getopt.h>
@@ -26,7 +27,8 @@ static const char usage_text[] =
 	"Probes (default: every pack in the packs folder whose \"when\" matches the target):\n"
 	"  -u, --uprobe SPEC        CATEGORY:OBJECT:FUNCTION; OBJECT and FUNCTION are globs over\n"
 	"                           mapped file basenames and symbol names; CATEGORY is decode,\n"
-	"                           operator, queue, io or other\n"
+	"                           operator, queue, io or other; FUNCTION usdt:PROVIDER:NAME[..END]\n"
+	"                           is a USDT probe (an instant, or a span from NAME to END)\n"
 	"  -P, --pack PACK          a probe pack: a name from the packs folder, or a path\n"
 	"\n"
 	"Recording:\n"
@@ -38,7 +40,11 @@ static const char usage_text[] =
 	"      --entry-only         no return probes: each call is an instant (safe for Go, C++\n"
 	"                           exceptions and coroutines, which return probes can crash)\n"
 	"      --no-args            read nothing from the target's memory (no captured arguments,\n"
-	"                           span names from strings, or queue depths)\n"
+	"                           span names from strings, queue depths or Python frames)\n"
+	"      --no-python          no Python function spans (on by default for CPython targets)\n"
+	"      --py-rate HZ         how often Python stacks are read on a CPU (default "
+	PY_DEFAULT_HZ_TEXT "), besides\n"
+	"                           when a thread leaves the CPU and at native probe hits\n"
 	"      --start-paused       attach but record nothing until SIGUSR1; SIGUSR1 toggles\n"
 	"      --buffer-size MB     ring buffer size, a power of two (default 8)\n"
 	"      --max-size SIZE      stop when the file reaches SIZE (500M, 2G); the file stays valid\n"
@@ -103,6 +109,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		OPT_START_PAUSED,
 		OPT_FOLLOW,
 		OPT_MAX_SIZE,
+		OPT_NO_PYTHON,
+		OPT_PY_RATE,
 	};
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -118,6 +126,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "start-paused", no_argument, NULL, OPT_START_PAUSED },
 		{ "follow", no_argument, NULL, OPT_FOLLOW },
 		{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+		{ "py-rate", required_argument, NULL, OPT_PY_RATE },
 		{ "all-processes", no_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -126,10 +136,11 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ 0 },
 	};
 	char err[512];
-	long mb;
+	long mb, hz;
 	int c;
 
 	o->buffer_mb = 8;
+	o->py_hz = PY_DEFAULT_HZ;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:p:u:P:d:o:aqvhV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -182,6 +193,14 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case 'a':
 			o->system_wide = true;
+			break;
+		case OPT_NO_PYTHON:
+			o->no_python = true;
+			break;
+		case OPT_PY_RATE:
+			if (parse_long(optarg, 1, 10000, &hz))
+				return usage_error("bad --py-rate '%s': want 1 to 10000 (Hz)", optarg);
+			o->py_hz = hz;
 			break;
 		case OPT_BUFFER_SIZE:
 			if (parse_long(optarg, 1, 1024, &mb) || (mb & (mb - 1)))

@@ -7,6 +7,7 @@
 #include "elf/elf_syms.h"
 #include "elf/insn.h"
 #include "probe/list.h"
+#include "elf/usdt.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -27,6 +28,8 @@ static const char list_usage[] =
 	"Lists the functions tracer can probe in each ELF object a process maps (or in one file),\n"
 	"with the cost of an entry probe on each and the packs that would probe it. PATTERN is a\n"
 	"glob over function names; C++ names match demangled too, with or without parameters.\n"
+	"USDT probes (<sys/sdt.h>) are listed after the functions; PATTERN usdt:PROVIDER:NAME\n"
+	"(globs) lists only them.\n"
 	"\n"
 	"  -p, --pid PID   the objects process PID maps (reading them needs root)\n"
 	"  -h, --help      this text\n"
@@ -37,7 +40,8 @@ static const char list_usage[] =
 	"\n"
 	"Examples:\n"
 	"  sudo tracer list -p $(pidof ffmpeg) 'avcodec_*'\n"
-	"  tracer list ./inference 'onnx::*::Compute'\n";
+	"  tracer list ./inference 'onnx::*::Compute'\n"
+	"  tracer list /usr/bin/python3.11 'usdt:python:gc*'\n";
 
 /* Costs measured on kernel 6.18 (shared/targets.md); the calibration in overhead.c measures
  * the machine at hand when recording. */
@@ -277,6 +281,45 @@ static void print_rows(const struct object_rows *objs, size_t n, const char *pat
 	}
 }
 
+/* The USDT probes of each object (all of them, or those a "usdt:PROVIDER:NAME" pattern
+ * matches), with their operands and whether a semaphore guards them. */
+static size_t print_usdt(const struct object_rows *objs, size_t n, const char *pattern,
+			 bool print)
+{
+	const char *want = pattern && !strncmp(pattern, "usdt:", 5) ? pattern + 5 : NULL;
+	size_t found = 0;
+
+	if (pattern && !want)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		struct usdt_probes u;
+		bool head = false;
+
+		if (usdt__read(objs[i].obj->open_path, &u))
+			continue;
+		for (size_t k = 0; k < u.cnt; k++) {
+			char name[256];
+
+			snprintf(name, sizeof(name), "%s:%s", u.v[k].provider, u.v[k].name);
+			if (want && fnmatch(want, name, 0))
+				continue;
+			found++;
+			if (!print)
+				continue;
+			if (!head)
+				printf("\n%s  USDT probes (-u CATEGORY:%s:usdt:PROVIDER:NAME[..END])\n"
+				       "  %6s  %-40s  %-9s  ARGUMENTS\n",
+				       objs[i].obj->base, objs[i].obj->base, "OFFSET", "PROBE",
+				       "SEMAPHORE");
+			head = true;
+			printf("  %6llx  %-40s  %-9s  %s\n", (unsigned long long)u.v[k].offset, name,
+			       u.v[k].sema_offset ? "yes" : "no", u.v[k].args_text);
+		}
+		usdt_probes__free(&u);
+	}
+	return found;
+}
+
 /* A file named on the command line, as the one object to list. */
 static int object_from_file(const char *arg, struct mapped_object *o)
 {
@@ -448,12 +491,13 @@ int cmd_list(int argc, char **argv)
 		object_rows__read(&rows[i], &set, pattern);
 		matched += rows[i].cnt;
 	}
+	matched += print_usdt(rows, nobjs, pattern, false);
 	if (!pid && rows[0].err) {
 		pr_err("cannot read %s: %s", file.path,
 		       rows[0].err == -ENOEXEC ? "not an ELF file" : strerror(-rows[0].err));
 		goto out;
 	}
-	if (!pid && !rows[0].nsyms) {
+	if (!pid && !rows[0].nsyms && !matched) {
 		pr_err("%s has no function symbols (stripped): nothing to probe in it", file.path);
 		goto out;
 	}
@@ -472,6 +516,7 @@ int cmd_list(int argc, char **argv)
 	print_default_packs(&set, objs, nobjs);
 	printf("COST: of an entry probe per hit, on kernel 6.18; a return probe adds 0.5us\n");
 	print_rows(rows, nobjs, pattern);
+	print_usdt(rows, nobjs, pattern, true);
 	ret = 0;
 out:
 	for (size_t i = 0; rows && i < nobjs; i++)

@@ -15,7 +15,7 @@
 
 static const char *const category_names[CAT_MAX] = {
 	[CAT_DECODE] = "decode", [CAT_OPERATOR] = "operator", [CAT_QUEUE] = "queue",
-	[CAT_IO] = "io",	 [CAT_OTHER] = "other",
+	[CAT_IO] = "io",	 [CAT_OTHER] = "other",	   [CAT_PYTHON] = "python",
 };
 
 const char *category__name(enum category cat)
@@ -42,6 +42,26 @@ static void spec__free(struct probe_spec *s)
 	free(s->function);
 	free(s->name);
 	free(s->origin);
+	free(s->usdt_provider);
+	free(s->usdt_name);
+	free(s->usdt_end);
+}
+
+int usdt_spec__parse(struct probe_spec *s, const char *text)
+{
+	const char *colon = strchr(text, ':'), *dots;
+
+	if (!colon || colon == text || !colon[1] || strchr(colon + 1, ':'))
+		return -EINVAL;
+	dots = strstr(colon + 1, "..");
+	if (dots && (dots == colon + 1 || !dots[2]))
+		return -EINVAL;
+	s->usdt_provider = strndup(text, colon - text);
+	s->usdt_name = dots ? strndup(colon + 1, dots - colon - 1) : xstrdup(colon + 1);
+	s->usdt_end = dots ? xstrdup(dots + 2) : NULL;
+	if (!s->usdt_provider || !s->usdt_name)
+		abort();
+	return 0;
 }
 
 static struct probe_spec *specs__push(struct probe_specs *specs)
@@ -82,6 +102,15 @@ int probe_specs__add_spec(struct probe_specs *specs, const char *text, char *err
 	s->function = xstrdup(c2 + 1);
 	if (asprintf(&s->origin, "-u '%s'", text) < 0 || !s->object)
 		abort();
+	if (!strncmp(s->function, "usdt:", 5) && usdt_spec__parse(s, s->function + 5)) {
+		snprintf(err, errlen,
+			 "bad probe spec '%s': a USDT probe is usdt:PROVIDER:NAME or "
+			 "usdt:PROVIDER:START..END, e.g. 'other:python3*:usdt:python:gc__start..gc__done'",
+			 text);
+		spec__free(s);
+		specs->cnt--;
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -228,8 +257,9 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 		       size_t errlen)
 {
 	static const char *const known[] = { "object", "function", "category", "name",
-					     "name_from", "args", "entry_only", "queue" };
-	const char *object, *function, *category, *name, *name_from, *type;
+					     "name_from", "args", "entry_only", "queue",
+					     "usdt", "usdt_end" };
+	const char *object, *function, *category, *name, *name_from, *type, *usdt, *usdt_end;
 	const cJSON *f, *entry_only;
 	struct probe_spec tmp, *s;
 	enum category cat;
@@ -248,7 +278,7 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 		if (!ok) {
 			snprintf(err, errlen,
 				 "%s: unknown field \"%s\" (known: object, function, category, name, "
-				 "name_from, args, entry_only, queue)",
+				 "name_from, args, entry_only, queue, usdt, usdt_end)",
 				 where, f->string);
 			return -EINVAL;
 		}
@@ -258,11 +288,23 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 	category = str_field(p, "category", &bad);
 	name = str_field(p, "name", &bad);
 	name_from = str_field(p, "name_from", &bad);
+	usdt = str_field(p, "usdt", &bad);
+	usdt_end = str_field(p, "usdt_end", &bad);
 	if (bad) {
-		snprintf(err, errlen, "%s: object, function, category, name and name_from must be "
-				      "non-empty strings", where);
+		snprintf(err, errlen, "%s: object, function, category, name, name_from, usdt and "
+				      "usdt_end must be non-empty strings", where);
 		return -EINVAL;
 	}
+	if (usdt && function) {
+		snprintf(err, errlen, "%s: a probe has \"function\" or \"usdt\", not both", where);
+		return -EINVAL;
+	}
+	if (usdt_end && !usdt) {
+		snprintf(err, errlen, "%s: \"usdt_end\" needs \"usdt\"", where);
+		return -EINVAL;
+	}
+	if (usdt)
+		function = usdt;
 	if (!function || !category) {
 		snprintf(err, errlen, "%s: a probe needs \"%s\"", where,
 			 !function ? "function" : "category");
@@ -294,6 +336,19 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 		ret = parse_queue(cJSON_GetObjectItemCaseSensitive(p, "queue"), &tmp, where, err,
 				  errlen);
 	tmp.entry_only = cJSON_IsTrue(entry_only);
+	if (!ret && usdt) {
+		char *text = NULL;
+
+		if (asprintf(&text, "%s%s%s", usdt, usdt_end ? ".." : "", usdt_end ? usdt_end : "") <
+		    0)
+			abort();
+		if (usdt_spec__parse(&tmp, text) || (usdt_end && strchr(usdt_end, ':'))) {
+			snprintf(err, errlen, "%s: \"usdt\" is \"PROVIDER:NAME\" and \"usdt_end\" "
+					      "a NAME of the same provider", where);
+			ret = -EINVAL;
+		}
+		free(text);
+	}
 	for (int i = 0; !ret && tmp.entry_only && i < tmp.nargs; i++) {
 		if (tmp.args[i].idx == ARG_RET) {
 			snprintf(err, errlen, "%s: an entry_only probe has no return value", where);

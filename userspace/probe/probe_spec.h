@@ -12,6 +12,7 @@ enum category {
 	CAT_QUEUE,
 	CAT_IO,
 	CAT_OTHER,
+	CAT_PYTHON, /* Python function spans (python/), not a probe's category */
 	CAT_MAX,
 };
 
@@ -47,7 +48,13 @@ struct probe_spec {
 	bool optional;	 /* a pack's probe: matching nothing in a target is not an error */
 	enum queue_role queue_role; /* a push or pop of the queue identified by queue_arg */
 	int queue_arg;
+	/* A USDT probe (function "usdt:PROVIDER:NAME[..END]"; in packs "usdt" and "usdt_end")
+	 * instead of a function: a span from NAME to END on the same thread, or an instant. */
+	char *usdt_provider, *usdt_name, *usdt_end;
 };
+
+/* Parses "PROVIDER:NAME[..END]" (globs; END a name of the same provider). 0 or -EINVAL. */
+int usdt_spec__parse(struct probe_spec *s, const char *text);
 
 struct probe_pack {
 	char *name;

@@ -2,6 +2,7 @@
 #include "probe/resolve.h"
 #include "elf/demangle.h"
 #include "elf/elf_syms.h"
+#include "elf/usdt.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -43,6 +44,37 @@ static void sym_cache__free(struct sym_cache *c)
 {
 	for (size_t i = 0; i < c->cnt; i++)
 		elf_syms__free(c->v[i].syms);
+	free(c->v);
+}
+
+/* USDT notes, likewise once per object. */
+struct usdt_cache {
+	struct {
+		dev_t dev;
+		ino_t ino;
+		struct usdt_probes probes;
+	} *v;
+	size_t cnt;
+};
+
+static const struct usdt_probes *usdt_cache__get(struct usdt_cache *c,
+						 const struct mapped_object *o)
+{
+	for (size_t i = 0; i < c->cnt; i++)
+		if (c->v[i].dev == o->dev && c->v[i].ino == o->ino)
+			return &c->v[i].probes;
+	c->v = xrealloc(c->v, c->cnt + 1, sizeof(*c->v));
+	c->v[c->cnt].dev = o->dev;
+	c->v[c->cnt].ino = o->ino;
+	if (usdt__read(o->open_path, &c->v[c->cnt].probes))
+		memset(&c->v[c->cnt].probes, 0, sizeof(c->v[c->cnt].probes));
+	return &c->v[c->cnt++].probes;
+}
+
+static void usdt_cache__free(struct usdt_cache *c)
+{
+	for (size_t i = 0; i < c->cnt; i++)
+		usdt_probes__free(&c->v[i].probes);
 	free(c->v);
 }
 
@@ -102,6 +134,113 @@ static int probe_table__add(struct probe_table *t, const struct probe_spec *spec
 	return t->cnt++;
 }
 
+/* A USDT probe's entry: named PROVIDER:NAME unless the spec names it; its arguments are the
+ * note's operands, in the order the spec captures them. An instant when there is no end. */
+static int probe_table__add_usdt(struct probe_table *t, const struct probe_spec *spec,
+				 const struct mapped_object *o, const struct usdt_probe *u)
+{
+	static const uint32_t kinds[] = { [USDT_ARG_CONST] = USDT_BPF_CONST,
+					  [USDT_ARG_REG] = USDT_BPF_REG,
+					  [USDT_ARG_MEM] = USDT_BPF_MEM };
+	struct probe *p;
+	char name[256];
+
+	for (size_t i = 0; i < t->cnt; i++)
+		if (t->v[i].dev == o->dev && t->v[i].ino == o->ino && t->v[i].offset == u->offset)
+			return i;
+	t->v = xrealloc(t->v, t->cnt + 1, sizeof(*t->v));
+	p = &t->v[t->cnt];
+	memset(p, 0, sizeof(*p));
+	snprintf(name, sizeof(name), "%s:%s", u->provider, u->name);
+	p->cat = spec->cat;
+	p->function = xstrdup(name);
+	p->name = xstrdup(spec->name ? spec->name : name);
+	p->object = xstrdup(o->base);
+	p->dev = o->dev;
+	p->ino = o->ino;
+	p->offset = u->offset;
+	p->spec = spec;
+	probe__set_cfg(p, spec, !spec->usdt_end);
+	p->cfg.flags &= ~PROBE_RET; /* a USDT site has no return */
+	if (p->cfg.nargs) {
+		p->cfg.flags |= PROBE_USDT;
+		for (int i = 0; i < p->cfg.nargs; i++) {
+			const struct usdt_arg *a = &u->args[p->cfg.arg_idx[i] % USDT_MAX_ARGS];
+
+			if (p->cfg.arg_idx[i] >= u->nargs || !u->args_ok)
+				continue; /* not there: reads as 0 */
+			p->usdt.args[i].kind = kinds[a->kind];
+			p->usdt.args[i].size = a->size;
+			p->usdt.args[i].is_signed = a->is_signed;
+			p->usdt.args[i].reg_off = a->reg_off;
+			p->usdt.args[i].val = a->val;
+		}
+	}
+	return t->cnt++;
+}
+
+static void usdt_site__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
+			   const struct usdt_probe *u, uint64_t cookie, bool end)
+{
+	struct attach_site *s = NULL;
+
+	for (size_t i = 0; i < sites->cnt && !s; i++)
+		if (sites->v[i].pid == pid && sites->v[i].dev == o->dev &&
+		    sites->v[i].ino == o->ino && sites->v[i].ref_ctr_offsets &&
+		    sites->v[i].usdt_end == end)
+			s = &sites->v[i];
+	if (!s) {
+		sites->v = xrealloc(sites->v, sites->cnt + 1, sizeof(*sites->v));
+		s = &sites->v[sites->cnt++];
+		memset(s, 0, sizeof(*s));
+		s->pid = pid;
+		s->dev = o->dev;
+		s->ino = o->ino;
+		s->path = o->open_path;
+		s->object = o->base;
+		s->entry_only = true;
+		s->usdt_end = end;
+		s->ref_ctr_offsets = xcalloc(1, sizeof(uint64_t));
+	}
+	for (size_t i = 0; i < s->cnt; i++)
+		if (s->offsets[i] == u->offset && s->cookies[i] == cookie)
+			return;
+	s->offsets = xrealloc(s->offsets, s->cnt + 1, sizeof(uint64_t));
+	s->cookies = xrealloc(s->cookies, s->cnt + 1, sizeof(uint64_t));
+	s->ref_ctr_offsets = xrealloc(s->ref_ctr_offsets, s->cnt + 1, sizeof(uint64_t));
+	s->offsets[s->cnt] = u->offset;
+	s->cookies[s->cnt] = cookie;
+	s->ref_ctr_offsets[s->cnt] = u->sema_offset;
+	s->cnt++;
+}
+
+/* The USDT probes of one object a spec matches: each start, and the ends of its provider
+ * named by the spec, attached with the start's probe id. Returns how many starts. */
+static int resolve_usdt(const struct probe_spec *spec, const struct mapped_object *o, int pid,
+			struct usdt_cache *cache, struct probe_table *table,
+			struct attach_sites *sites)
+{
+	const struct usdt_probes *all = usdt_cache__get(cache, o);
+	int n = 0;
+
+	for (size_t i = 0; i < all->cnt; i++) {
+		const struct usdt_probe *u = &all->v[i];
+		int id;
+
+		if (fnmatch(spec->usdt_provider, u->provider, 0) ||
+		    fnmatch(spec->usdt_name, u->name, 0))
+			continue;
+		id = probe_table__add_usdt(table, spec, o, u);
+		usdt_site__add(sites, pid, o, u, id, false);
+		for (size_t k = 0; spec->usdt_end && k < all->cnt; k++)
+			if (!strcmp(all->v[k].provider, u->provider) &&
+			    !fnmatch(spec->usdt_end, all->v[k].name, 0))
+				usdt_site__add(sites, pid, o, &all->v[k], id, true);
+		n++;
+	}
+	return n;
+}
+
 static void site__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
 		      uint64_t offset, uint64_t cookie, bool entry_only)
 {
@@ -109,7 +248,8 @@ static void site__add(struct attach_sites *sites, int pid, const struct mapped_o
 
 	for (size_t i = 0; i < sites->cnt && !s; i++)
 		if (sites->v[i].pid == pid && sites->v[i].dev == o->dev &&
-		    sites->v[i].ino == o->ino && sites->v[i].entry_only == entry_only)
+		    sites->v[i].ino == o->ino && sites->v[i].entry_only == entry_only &&
+		    !sites->v[i].ref_ctr_offsets)
 			s = &sites->v[i];
 	if (!s) {
 		sites->v = xrealloc(sites->v, sites->cnt + 1, sizeof(*sites->v));
@@ -175,6 +315,7 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 		    char *err, size_t errlen)
 {
 	struct sym_cache cache = { 0 };
+	struct usdt_cache ucache = { 0 };
 	int ret = 0, warned_go = 0;
 
 	for (size_t s = 0; s < specs->cnt && !ret; s++) {
@@ -189,6 +330,13 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 				if (fnmatch(spec->object, o->base, 0))
 					continue;
 				object_matched = true;
+				if (spec->usdt_name) {
+					if (resolve_usdt(spec, o,
+							 flags & RESOLVE_SHARED ? 0 : targets[t].pid,
+							 &ucache, table, sites))
+						matched = true;
+					continue;
+				}
 				syms = sym_cache__get(&cache, o);
 				for (size_t k = 0; syms && k < syms->cnt; k++) {
 					const struct elf_sym *sym = &syms->syms[k];
@@ -225,6 +373,7 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 		}
 	}
 	sym_cache__free(&cache);
+	usdt_cache__free(&ucache);
 	return ret;
 }
 
@@ -245,6 +394,7 @@ void attach_sites__free(struct attach_sites *sites)
 	for (size_t i = 0; i < sites->cnt; i++) {
 		free(sites->v[i].offsets);
 		free(sites->v[i].cookies);
+		free(sites->v[i].ref_ctr_offsets);
 	}
 	free(sites->v);
 	sites->v = NULL;

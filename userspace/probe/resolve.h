@@ -21,6 +21,7 @@ struct probe {
 	const struct probe_spec *spec;
 	struct probe_cfg cfg; /* what the BPF programs capture: spec's arguments, in order */
 	int queue_slot;	      /* index in the captured arguments of the queue's identity */
+	struct usdt_cfg usdt; /* PROBE_USDT: how its arguments are fetched */
 };
 
 struct probe_table {
@@ -38,8 +39,10 @@ struct attach_site {
 	const char *object;
 	uint64_t *offsets;
 	uint64_t *cookies; /* probe ids */
+	uint64_t *ref_ctr_offsets; /* USDT semaphores (file offsets, 0: none), or NULL */
 	size_t cnt;
 	bool entry_only; /* no return probes for these */
+	bool usdt_end;	 /* the ends of USDT start/end pairs (another program) */
 };
 
 struct attach_sites {

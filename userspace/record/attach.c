@@ -37,6 +37,13 @@ struct link_create_uprobe_multi {
 int attach__uprobe_multi(int prog_fd, const char *path, const uint64_t *offsets,
 			 const uint64_t *cookies, size_t cnt, int pid, bool ret)
 {
+	return attach__uprobe_multi_ref(prog_fd, path, offsets, NULL, cookies, cnt, pid, ret);
+}
+
+int attach__uprobe_multi_ref(int prog_fd, const char *path, const uint64_t *offsets,
+			     const uint64_t *ref_ctr_offsets, const uint64_t *cookies, size_t cnt,
+			     int pid, bool ret)
+{
 	union bpf_attr attr;
 	struct link_create_uprobe_multi *lc = (void *)&attr;
 
@@ -46,6 +53,7 @@ int attach__uprobe_multi(int prog_fd, const char *path, const uint64_t *offsets,
 	lc->attach_type = TRACE_UPROBE_MULTI;
 	lc->path = (uintptr_t)path;
 	lc->offsets = (uintptr_t)offsets;
+	lc->ref_ctr_offsets = (uintptr_t)ref_ctr_offsets;
 	lc->cookies = (uintptr_t)cookies;
 	lc->cnt = cnt;
 	lc->multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
@@ -91,16 +99,27 @@ bool attach__multi_supported(void)
 	return link_fd >= 0;
 }
 
+void attach__set_usdt_end(struct attachment *a, struct bpf_program *usdt_end)
+{
+	a->usdt_end = usdt_end;
+}
+
 static int attach_multi(struct attachment *a, const struct attach_sites *sites, int prog_fd,
 			bool ret, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < sites->cnt; i++) {
 		const struct attach_site *s = &sites->v[i];
-		int fd;
+		int fd, pfd = prog_fd;
 
 		if (ret && s->entry_only)
 			continue;
-		fd = attach__uprobe_multi(prog_fd, s->path, s->offsets, s->cookies, s->cnt, s->pid, ret);
+		if (s->usdt_end) {
+			if (!a->usdt_end)
+				continue;
+			pfd = bpf_program__fd(a->usdt_end);
+		}
+		fd = attach__uprobe_multi_ref(pfd, s->path, s->offsets, s->ref_ctr_offsets,
+					      s->cookies, s->cnt, s->pid, ret);
 		if (fd < 0) {
 			int e = -errno;
 
@@ -122,12 +141,16 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 	for (size_t i = 0; i < sites->cnt; i++) {
 		const struct attach_site *s = &sites->v[i];
 
+		if (s->usdt_end && !a->usdt_end)
+			continue;
 		for (size_t k = 0; k < s->cnt && !(ret && s->entry_only); k++) {
 			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret,
-				    .bpf_cookie = s->cookies[k]);
+				    .bpf_cookie = s->cookies[k],
+				    .ref_ctr_offset = s->ref_ctr_offsets ? s->ref_ctr_offsets[k] : 0);
 			struct bpf_link *l;
 
-			l = bpf_program__attach_uprobe_opts(prog, s->pid ? s->pid : -1, s->path,
+			l = bpf_program__attach_uprobe_opts(s->usdt_end ? a->usdt_end : prog,
+							    s->pid ? s->pid : -1, s->path,
 							    s->offsets[k], &opts);
 			if (!l) {
 				int e = -errno;

@@ -20,12 +20,18 @@ struct attachment {
 	struct bpf_link **links; /* the per-probe fallback */
 	size_t nlinks;
 	size_t nprobes; /* functions attached, counted once per process */
+	struct bpf_program *usdt_end;
 };
 
 /* One uprobe_multi link (raw BPF_LINK_CREATE: libbpf 1.1 has no API for it) for cnt offsets
  * in path; cookies may be NULL; pid 0 for every process. The link fd, or -1 with errno set. */
 int attach__uprobe_multi(int prog_fd, const char *path, const uint64_t *offsets,
 			 const uint64_t *cookies, size_t cnt, int pid, bool ret);
+/* The same with USDT semaphores: the kernel raises the counter at each ref_ctr_offsets[i] (a
+ * file offset) while the probe is attached; may be NULL. */
+int attach__uprobe_multi_ref(int prog_fd, const char *path, const uint64_t *offsets,
+			     const uint64_t *ref_ctr_offsets, const uint64_t *cookies, size_t cnt,
+			     int pid, bool ret);
 
 /* Whether this kernel creates uprobe_multi links. Decide before loading: the programs must be
  * loaded with the matching expected attach type. */
@@ -35,6 +41,8 @@ bool attach__multi_supported(void);
  * what is attached already; on an error, what was attached stays (attach__detach ends it). */
 int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen);
+/* USDT end sites (usdt_end) go to this program; without one they are skipped. */
+void attach__set_usdt_end(struct attachment *a, struct bpf_program *usdt_end);
 
 /* Entries first, then returns (the reverse of attaching). Each uprobe_multi link takes tens of
  * milliseconds to close (RCU grace periods), so the links of each kind close in parallel. */

@@ -53,7 +53,7 @@ void consumer__add_pid(struct consumer *c, int pid, const char *comm)
 
 static void set_name(struct consumer *c, struct thread *t, const char *comm)
 {
-	if (t->named && !strncmp(t->name, comm, COMM_LEN))
+	if (t->py_named || (t->named && !strncmp(t->name, comm, COMM_LEN)))
 		return;
 	snprintf(t->name, sizeof(t->name), "%s", comm);
 	trace_writer__thread_name(c->writer, t->pid, t->tid, t->name);
@@ -170,7 +170,7 @@ static void on_span(struct consumer *c, const struct span_rec *r, const struct s
 	const struct probe *p;
 	const char *name;
 	struct thread *t;
-	char args[512], dyn_name[SPAN_NAME_LEN];
+	char args[1536], py[1024], dyn_name[SPAN_NAME_LEN];
 
 	if (r->probe_id >= c->probes->cnt)
 		return;
@@ -186,6 +186,12 @@ static void on_span(struct consumer *c, const struct span_rec *r, const struct s
 		format_args(args, sizeof(args), p, cap);
 		if (p->queue_slot >= 0 && !incomplete)
 			queue_event(c, r, p, cap);
+	}
+	/* the Python function and line that called it (and its callbacks end with it) */
+	if (c->py && !incomplete && py_session__native(c->py, r, py, sizeof(py))) {
+		size_t n = strlen(args);
+
+		snprintf(args + n, sizeof(args) - n, "%s%s", n ? "," : "", py);
 	}
 	t = thread_of(c, r->pid, r->tid);
 	t->spans++;
@@ -207,6 +213,8 @@ static void on_switch(struct consumer *c, const struct switch_rec *r)
 	if (next)
 		set_name(c, threads__get(&c->threads, r->next_pid, r->next_tid), r->next_comm);
 	threads__on_switch(&c->threads, r, prev, next);
+	if (next && c->py)
+		py_session__switch_in(c->py, r->next_pid, r->next_tid, r->ts);
 	trace_writer__switch(c->writer, r);
 }
 
@@ -246,6 +254,9 @@ static void on_task(struct consumer *c, const struct task_rec *r)
 		set_name(c, t, r->comm);
 		break;
 	case TASK_EXEC:
+		if (c->py)
+			py_session__exec(c->py, r->pid, r->ts);
+		t->py_named = false;
 		set_name(c, t, r->comm);
 		if (r->tid == r->pid)
 			trace_writer__process_name(c->writer, r->pid, r->comm);
@@ -254,11 +265,35 @@ static void on_task(struct consumer *c, const struct task_rec *r)
 		consumer__add_pid(c, r->pid, r->comm);
 		break;
 	case TASK_EXIT:
+		if (c->py)
+			py_session__thread_exit(c->py, r->pid, r->tid, r->ts);
 		thread__set_state(t, t->state, r->ts);
 		t->exited = true;
 		break;
 	}
 }
+
+static void py_span(void *ctx, const char *name, uint64_t dur_ns, bool incomplete)
+{
+	struct consumer *c = ctx;
+
+	summary__span(&c->summary, name, CAT_PYTHON, dur_ns, incomplete);
+}
+
+/* Python's name for a thread wins over the kernel's (threads of a pool all share a comm). */
+static void py_thread_name(void *ctx, int pid, int tid, const char *name)
+{
+	struct consumer *c = ctx;
+	struct thread *t = threads__get(&c->threads, pid, tid);
+
+	if (t->py_named && !strncmp(t->name, name, sizeof(t->name) - 1))
+		return;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	trace_writer__thread_name(c->writer, pid, tid, name);
+	t->named = t->py_named = true;
+}
+
+const struct py_session_ops consumer__py_ops = { .span = py_span, .thread_name = py_thread_name };
 
 void consumer__pause(struct consumer *c, bool paused, uint64_t ts)
 {
@@ -307,6 +342,10 @@ int consumer__handle(void *ctx, void *data, size_t size)
 	case REC_TASK:
 		if (size >= sizeof(struct task_rec))
 			on_task(c, data);
+		break;
+	case REC_PY_STACK:
+		if (c->py)
+			py_session__on_read(c->py, data, size);
 		break;
 	}
 	/* A failed write stops consuming; the loop sees the error and stops the recording. */

@@ -7,6 +7,7 @@
 #include "analyze/summary.h"
 #include "record/threads.h"
 #include "trace/trace_writer.h"
+#include "python/py_session.h"
 
 #include <stddef.h>
 
@@ -36,6 +37,7 @@ struct consumer {
 	uint64_t records;
 	unsigned int budget; /* records left before the loop gets a turn (ring_buffer__consume) */
 	uint64_t next_flow_id;
+	struct py_session *py; /* Python frames: NULL when off */
 	struct queue_depth queues[MAX_QUEUES];
 	size_t nqueues;
 };
@@ -53,6 +55,8 @@ void consumer__pause(struct consumer *c, bool paused, uint64_t ts);
 int consumer__handle(void *ctx, void *data, size_t size);
 /* Makes a thread known with its current name and state from /proc (before recording starts). */
 void consumer__add_thread(struct consumer *c, int pid, int tid, uint64_t ts);
+/* Python's hooks into the summary and thread names (python/py_session.h). */
+extern const struct py_session_ops consumer__py_ops;
 void consumer__free(struct consumer *c);
 
 #endif

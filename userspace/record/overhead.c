@@ -550,7 +550,8 @@ void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int
 
 double overhead__total_ns(const struct overhead *o)
 {
-	return o->span_bpf_ns + (o->cal.ok ? o->trap_entry_ns + o->trap_return_ns : 0);
+	return o->span_bpf_ns + o->python_ns +
+	       (o->cal.ok ? o->trap_entry_ns + o->trap_return_ns : 0);
 }
 
 double overhead__share(const struct overhead *o)
@@ -573,6 +574,8 @@ void overhead__print(FILE *f, const struct overhead *o)
 		fprintf(f, " (%.2f%% of its %s CPU time)", 100 * overhead__share(o),
 			fmt_duration(o->target_cpu_ns, b[1], 32));
 	fprintf(f, ": BPF ~%s", fmt_duration(o->span_bpf_ns, b[2], 32));
+	if (o->python_ns)
+		fprintf(f, ", Python stack reads %s", fmt_duration(o->python_ns, b[5], 32));
 	if (o->cal.ok)
 		fprintf(f, ", probe traps ~%s (%llu entries, %llu returns)",
 			fmt_duration(o->trap_entry_ns + o->trap_return_ns, b[3], 32),
@@ -601,6 +604,7 @@ void overhead__add_json(const struct overhead *o, struct cJSON *meta)
 	cJSON_AddNumberToObject(j, "target_cpu_ns", o->target_cpu_ns);
 	cJSON_AddNumberToObject(j, "share_of_target_cpu", overhead__share(o));
 	cJSON_AddNumberToObject(j, "bpf_ns", o->span_bpf_ns);
+	cJSON_AddNumberToObject(j, "python_read_ns", o->python_ns);
 	cJSON_AddNumberToObject(j, "bpf_runs", o->span_bpf_runs);
 	cJSON_AddNumberToObject(j, "bpf_stats_on_ns", o->stats_on_ns);
 	cJSON_AddNumberToObject(j, "bpf_stats_sampled_runs", o->sampled_runs);

@@ -57,6 +57,9 @@ struct overhead {
 	uint64_t entry_hits[INSN_CLASS_MAX], return_hits;
 	double trap_entry_ns, trap_return_ns;
 	uint64_t target_cpu_ns;
+	/* Python stacks read on ticks and switches (BPF's own count, set before printing); the
+	 * reads at probe hits are inside the span programs' run time already */
+	uint64_t python_ns;
 };
 
 /* Turns on the BPF run-time statistics, calibrates the trap costs (about 20 ms; multi: attach

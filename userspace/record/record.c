@@ -5,6 +5,7 @@
 #include "record/launch.h"
 #include "record/overhead.h"
 #include "probe/resolve.h"
+#include "python/py_record.h"
 #include "record/status.h"
 #include "record/tracked.h"
 #include "record/target.h"
@@ -61,6 +62,7 @@ struct recording {
 	struct trace_writer *writer;
 	struct consumer consumer;
 	struct overhead overhead;
+	struct py_record py; /* Python frames */
 	uint64_t *calls_per_probe; /* spans recorded per probe id: the entry hits, by site kind */
 	size_t ncalls;
 	uint64_t returns; /* spans that ended with a return: the return hits */
@@ -219,6 +221,7 @@ static int load_bpf(struct recording *r)
 	if (r->multi) {
 		bpf_program__set_expected_attach_type(skel->progs.span_enter, TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.span_exit, TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.usdt_end, TRACE_UPROBE_MULTI);
 	}
 	bpf_program__set_autoload(skel->progs.stop_at_entry, r->launched || o->follow);
 	if (o->no_sched) {
@@ -227,6 +230,7 @@ static int load_bpf(struct recording *r)
 		bpf_program__set_autoload(skel->progs.on_wakeup, false);
 		bpf_program__set_autoload(skel->progs.on_wakeup_new, false);
 	}
+	py_record__configure(&r->py, skel, !o->no_python && !o->no_args, o->py_hz);
 	err = tracer_bpf__load(skel);
 	if (err)
 		pr_err("cannot load the BPF programs: %s (run with -v for the verifier's log)",
@@ -259,6 +263,8 @@ static void setup_tracked(struct recording *r)
 	t->exit = r->skel->progs.span_exit;
 	t->targets_map = r->skel->maps.targets;
 	t->cfg_map = r->skel->maps.probe_cfgs;
+	t->usdt_map = r->skel->maps.usdt_cfgs;
+	attach__set_usdt_end(&t->attachment, r->skel->progs.usdt_end);
 	for (size_t i = 0; i < t->ntargets; i++) {
 		__u32 pid = t->targets[i].pid;
 		__u8 one = 1;
@@ -393,6 +399,7 @@ static void on_process(void *ctx, const struct task_rec *t)
 			return;
 		/* traced already (BPF added it at the fork); it may be gone by now */
 		consumer__add_pid(&r->consumer, t->pid, t->comm);
+		py_record__add_child(&r->py, t->pid, t->parent_pid);
 		if (tracked__add(&r->tracked, t->pid, r->err, sizeof(r->err))) {
 			pr_debug("pid %d: %s", t->pid, r->err);
 			return;
@@ -403,7 +410,12 @@ static void on_process(void *ctx, const struct task_rec *t)
 		if (r->opts->follow)
 			follow_exec(r, t->pid);
 		break;
+	case TASK_SEEN:
+		py_record__add_pid(&r->py, t->pid);
+		break;
 	case TASK_AT_ENTRY:
+		/* the new program's interpreter, if any, is mapped now */
+		py_record__add_pid(&r->py, t->pid);
 		follow_entry(r, t->pid);
 		break;
 	default:
@@ -590,6 +602,8 @@ static void every_tick(struct recording *r, uint64_t now)
 	read_counters(r, counters);
 	mark_losses(r, now, counters);
 	r->last_tick = now;
+	if (r->py.session)
+		py_session__refresh_names(r->py.session);
 	if (!r->status.on)
 		return;
 	status__update(&r->status, now, now - r->t0, counters[CNT_SPANS], r->consumer.threads.cnt,
@@ -741,6 +755,13 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_STALE_FRAMES] = "incomplete_no_return",
 		[CNT_EXIT_FRAMES] = "incomplete_thread_exit",
 		[CNT_NO_STORAGE] = "no_task_storage",
+		[CNT_LOST_PY] = "lost_python_reads",
+		[CNT_PY_CHECKS] = "python_reads",
+		[CNT_PY_READS] = "python_reads_changed",
+		[CNT_PY_FAULTS] = "python_reads_unreadable",
+		[CNT_PY_TRUNCATED] = "python_reads_too_deep",
+		[CNT_PY_NS] = "python_read_ns",
+		[CNT_PY_PROBE_NS] = "python_read_at_probes_ns",
 	};
 	cJSON *m = cJSON_CreateObject(), *a, *o;
 	char cmd[4096] = "", num[32];
@@ -798,6 +819,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 	for (int k = 0; k < CNT_MAX; k++)
 		cJSON_AddNumberToObject(o, counter_names[k], c[k]);
 	overhead__add_json(&r->overhead, m);
+	py_record__add_json(&r->py, m, c);
 	s = cJSON_PrintUnformatted(m);
 	cJSON_Delete(m);
 	return s;
@@ -844,7 +866,7 @@ static enum insn_class probe_site_class(struct recording *r, const struct probe 
 /* BPF run time of tracer's programs, the trap time of the hits, and the targets' CPU time. */
 static void finish_overhead(struct recording *r)
 {
-	uint64_t calls[INSN_CLASS_MAX] = { 0 };
+	uint64_t calls[INSN_CLASS_MAX] = { 0 }, c[CNT_MAX];
 	struct bpf_program *prog;
 	int other[16];
 	size_t nother = 0;
@@ -853,13 +875,17 @@ static void finish_overhead(struct recording *r)
 		if (r->calls_per_probe[i])
 			calls[probe_site_class(r, &r->tracked.probes.v[i])] += r->calls_per_probe[i];
 	bpf_object__for_each_program(prog, r->skel->obj) {
+		/* the Python reads on ticks and switches are counted by BPF itself (below) */
 		if (prog == r->skel->progs.span_enter || prog == r->skel->progs.span_exit ||
+		    prog == r->skel->progs.py_on_tick || prog == r->skel->progs.py_on_switch ||
 		    bpf_program__fd(prog) < 0 || nother == sizeof(other) / sizeof(other[0]))
 			continue;
 		other[nother++] = bpf_program__fd(prog);
 	}
 	overhead__finish(&r->overhead, bpf_program__fd(r->skel->progs.span_enter),
 			 bpf_program__fd(r->skel->progs.span_exit), other, nother, calls, r->returns);
+	read_counters(r, c);
+	r->overhead.python_ns = c[CNT_PY_NS] - c[CNT_PY_PROBE_NS];
 }
 
 /* Detach, drain, close what is open, write the end of the file, print the summary. */
@@ -878,9 +904,11 @@ static int finish(struct recording *r)
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);
 	r->nsched = 0;
+	py_record__stop(&r->py);
 	r->end = now_ns();
 	drain(r);
 	close_open_spans(r);
+	py_record__finish(&r->py, r->end);
 	read_counters(r, counters);
 	mark_losses(r, r->end, counters);
 	finish_overhead(r);
@@ -900,6 +928,10 @@ static int finish(struct recording *r)
 			       counters);
 	if (verbosity >= VERB_NORMAL)
 		overhead__print(stderr, &r->overhead);
+	if (verbosity >= VERB_NORMAL)
+		/* the CPU time is the asked-for targets': no share when others were traced too */
+		py_record__print(&r->py, stderr, counters,
+				 r->consumer.npids == r->primary ? r->overhead.target_cpu_ns : 0);
 	pr_info("wrote %s (stopped: %s); open it in ui.perfetto.dev or chrome://tracing", r->path,
 		r->stop_reason);
 	return 0;
@@ -936,6 +968,7 @@ static void cleanup(struct recording *r)
 	tracer_bpf__destroy(r->skel);
 	consumer__free(&r->consumer);
 	overhead__free(&r->overhead);
+	py_record__free(&r->py);
 	free(r->calls_per_probe);
 	tracked__free(&r->tracked);
 	for (int *fd = &r->epfd; fd <= &r->timerfd; fd++)
@@ -987,6 +1020,9 @@ int record__run(struct record_opts *opts)
 	err = check_targets(&r);
 	if (err)
 		goto out;
+	/* stacks are read from the first probe hit on */
+	for (size_t i = 0; i < r.primary; i++)
+		py_record__add_pid(&r.py, r.tracked.targets[i].pid);
 	err = tracked__attach_new(&r.tracked, !opts->follow, r.err, sizeof(r.err));
 	if (err) {
 		pr_err("%s", r.err);
@@ -999,6 +1035,8 @@ int record__run(struct record_opts *opts)
 	consumer__init(&r.consumer, r.writer, &r.tracked.probes,
 		       !opts->no_sched && !opts->min_dur_ns, opts->no_args);
 	r.consumer.on_process = on_process;
+	py_record__open(&r.py, r.writer, &consumer__py_ops, &r.consumer);
+	r.consumer.py = r.py.session;
 	/* events stop with room left for the end: the scheduler text grows ~1/16 when escaped,
 	 * the metadata stays under 64 KB unless thousands of functions are probed */
 	if (opts->max_size)
@@ -1016,6 +1054,8 @@ int record__run(struct record_opts *opts)
 		consumer__pause(&r.consumer, true, r.t0);
 	start_overhead(&r);
 	err = attach_sched(&r);
+	if (!err)
+		err = py_record__start(&r.py);
 	if (err)
 		goto out_abort;
 	if (!opts->start_paused)

@@ -26,6 +26,8 @@ struct record_opts {
 	bool system_wide; /* -a: every process that maps a probed object */
 	uint32_t buffer_mb;
 	uint64_t max_size; /* bytes; 0: no limit */
+	bool no_python;	   /* no Python frames, even in a CPython target */
+	unsigned int py_hz; /* the on-CPU tick that reads Python stacks */
 };
 
 /* Returns the process exit status: 0 recorded, 1 failed; in launch mode, the command's. */

@@ -22,6 +22,7 @@ struct thread {
 	int pid, tid;
 	char name[COMM_LEN];
 	bool named;  /* its thread_name event is in the trace */
+	bool py_named; /* named by Python's threading: the kernel's comm no longer renames it */
 	bool exited;
 	enum thread_state state;
 	uint64_t since; /* when it entered state */

@@ -100,7 +100,11 @@ static void write_cfgs(struct tracked *t, size_t first)
 		struct probe_cfg cfg = t->probes.v[id].cfg;
 
 		if (t->no_args)
-			cfg.flags &= ~(PROBE_ARGS | PROBE_RET | PROBE_NAME_FROM);
+			cfg.flags &= ~(PROBE_ARGS | PROBE_RET | PROBE_NAME_FROM | PROBE_USDT);
+		if ((cfg.flags & PROBE_USDT) && t->usdt_map &&
+		    bpf_map__update_elem(t->usdt_map, &id, sizeof(id), &t->probes.v[id].usdt,
+					 sizeof(t->probes.v[id].usdt), BPF_ANY))
+			cfg.flags &= ~(PROBE_USDT | PROBE_ARGS); /* no room: no arguments */
 		bpf_map__update_elem(t->cfg_map, &id, sizeof(id), &cfg, sizeof(cfg), BPF_ANY);
 	}
 }

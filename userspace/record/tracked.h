@@ -27,6 +27,7 @@ struct tracked {
 	size_t nlinked;
 	struct bpf_program *enter, *exit;
 	struct bpf_map *targets_map, *cfg_map;
+	struct bpf_map *usdt_map; /* how USDT probes fetch their arguments */
 	bool no_args;
 };
 

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* Python frames: the current thread's interpreter stack, read through _PyRuntime -> interpreter
+ * -> thread state (matched by native_thread_id) -> current frame -> previous ..., when the thread
+ * leaves the CPU, on a periodic on-CPU tick, and when it enters a probed native function
+ * (spans.bpf.c). Userspace names the code objects and turns the reads into spans. */
+#include "tracer.bpf.h"
+#include "python.bpf.h"
+
+#define PY_MAX_INTERPS 4
+#define PY_MAX_THREADS 256
+/* A thread without a Python thread state (a native worker) is looked up again this often. */
+#define PY_RETRY_NS (10 * 1000 * 1000ULL)
+
+volatile __u32 py_active = 0;
+
+/* Processes running a known interpreter, by tgid: written by userspace at attach, copied to
+ * children at fork (they share the parent's memory layout). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct py_proc_cfg);
+} py_procs SEC(".maps");
+
+/* Per thread: its thread state, and what the last submitted read found on top. */
+struct py_thread {
+	__u64 tstate;
+	__u64 retry_ns; /* tstate == 0: when to look for it again */
+	__u64 top_frame;
+	__u64 top_code;
+	__u64 top_instr;
+	__u32 submitted; /* a read was submitted since the thread was first seen */
+	__u32 busy;	 /* a read is under way: one that interrupts it (tick, switch) waits */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct py_thread);
+} py_threads SEC(".maps");
+
+/* A read is built here, then copied to the ring with only the frames it has. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_stack_rec);
+} py_scratch SEC(".maps");
+
+static __always_inline __u64 read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+struct find_ctx {
+	const struct py_proc_cfg *cfg;
+	__u64 interp;
+	__u64 tstate; /* the one to look at next */
+	__u64 found;
+	__u32 tid;
+	__u32 interps;
+};
+
+/* One step of the walk over every interpreter's thread list (bpf_loop: verified once). The
+ * last match wins: 3.11 creates a new thread's state in the thread that starts it, with that
+ * thread's ids, at the head of the list, until the new thread runs and puts in its own. */
+static long find_step(__u32 i, struct find_ctx *c)
+{
+	const struct py_proc_cfg *cfg = c->cfg;
+
+	if (!c->tstate) {
+		if (!c->interp || ++c->interps > PY_MAX_INTERPS)
+			return 1;
+		c->tstate = read_ptr(c->interp + cfg->interp_threads_head);
+		c->interp = read_ptr(c->interp + cfg->interp_next);
+		return 0;
+	}
+	if (read_ptr(c->tstate + cfg->tstate_native_thread_id) == c->tid)
+		c->found = c->tstate;
+	c->tstate = read_ptr(c->tstate + cfg->tstate_next);
+	return 0;
+}
+
+static __always_inline __u64 find_tstate(const struct py_proc_cfg *cfg, __u32 tid)
+{
+	struct find_ctx c = { .cfg = cfg, .tid = tid };
+
+	c.interp = read_ptr(cfg->runtime + cfg->runtime_interp_head);
+	bpf_loop(PY_MAX_INTERPS * (PY_MAX_THREADS + 1), find_step, &c, 0);
+	return c.found;
+}
+
+/* The thread's state: the cached one while it still names this thread, else looked up. */
+static __always_inline __u64 thread_state(const struct py_proc_cfg *cfg, struct py_thread *th,
+					  __u32 tid, __u64 now)
+{
+	if (th->tstate && read_ptr(th->tstate + cfg->tstate_native_thread_id) == tid)
+		return th->tstate;
+	if (!th->tstate && now < th->retry_ns)
+		return 0;
+	th->tstate = find_tstate(cfg, tid);
+	if (!th->tstate)
+		th->retry_ns = now + PY_RETRY_NS;
+	return th->tstate;
+}
+
+/* One frame: f_code, previous and prev_instr lie within 32 bytes from f_code (userspace checks
+ * it before it writes the offsets), so one read gets all three. */
+struct frame_words {
+	__u64 w[4];
+};
+
+static __always_inline int read_frame(const struct py_proc_cfg *cfg, __u64 frame,
+				      struct py_frame *out, __u64 *previous)
+{
+	struct frame_words fw;
+
+	if (bpf_probe_read_user(&fw, sizeof(fw), (const void *)(frame + cfg->frame_code)))
+		return -1;
+	out->code = fw.w[0];
+	out->instr = fw.w[((cfg->frame_prev_instr - cfg->frame_code) / 8) & 3];
+	out->name = out->code ? read_ptr(out->code + cfg->code_qualname) : 0;
+	*previous = fw.w[((cfg->frame_previous - cfg->frame_code) / 8) & 3];
+	return 0;
+}
+
+struct walk_ctx {
+	const struct py_proc_cfg *cfg;
+	struct py_stack_rec *rec;
+	__u64 frame; /* the next one to read; 0 at the end of the stack */
+	__u32 depth;
+	bool fault;
+};
+
+static long walk_step(__u32 i, struct walk_ctx *w)
+{
+	__u64 next;
+
+	if (!w->frame)
+		return 1;
+	if (read_frame(w->cfg, w->frame, &w->rec->frames[w->depth & (PY_MAX_FRAMES - 1)], &next)) {
+		w->fault = true;
+		w->frame = 0;
+		return 1;
+	}
+	w->depth++;
+	w->frame = next;
+	return 0;
+}
+
+static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_proc_cfg *cfg,
+				      __u32 tgid, struct py_thread *th)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
+	struct py_stack_rec *rec;
+	struct py_frame top = {};
+	__u64 tstate, frame, next = 0;
+	__u32 depth = 0, flags = 0;
+	__u64 size;
+
+	count(CNT_PY_CHECKS);
+	tstate = thread_state(cfg, th, tid, ts);
+	if (!tstate)
+		return 0;
+	frame = read_ptr(read_ptr(tstate + cfg->tstate_cframe) + cfg->cframe_current_frame);
+	rec = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!rec)
+		return 0;
+	if (frame && read_frame(cfg, frame, &top, &next)) {
+		/* not an empty stack: a stack that could not be read (userspace skips it) */
+		flags = PY_FAULT;
+		frame = 0;
+		count(CNT_PY_FAULTS);
+		goto submit;
+	}
+	/* Same innermost frame at the same instruction: the same stack, only the time is news. */
+	if (th->submitted && frame == th->top_frame && top.code == th->top_code &&
+	    top.instr == th->top_instr) {
+		flags = PY_SAME;
+		frame = 0;
+		goto submit;
+	}
+	th->submitted = 1;
+	th->top_frame = frame;
+	th->top_code = top.code;
+	th->top_instr = top.instr;
+	if (frame) {
+		rec->frames[0] = top;
+		depth = 1;
+		frame = next;
+	}
+	if (frame) {
+		struct walk_ctx w = { .cfg = cfg, .rec = rec, .frame = frame, .depth = 1 };
+
+		bpf_loop(PY_MAX_FRAMES - 1, walk_step, &w, 0);
+		depth = w.depth;
+		frame = w.frame;
+		if (w.fault) {
+			flags |= PY_FAULT;
+			count(CNT_PY_FAULTS);
+		}
+	}
+	if (frame) {
+		flags |= PY_TRUNCATED;
+		count(CNT_PY_TRUNCATED);
+	}
+submit:
+	rec->type = REC_PY_STACK;
+	rec->reason = reason;
+	rec->pid = tgid;
+	rec->tid = tid;
+	rec->ts = ts;
+	rec->depth = depth;
+	rec->flags = flags;
+	size = offsetof(struct py_stack_rec, frames) + (__u64)depth * sizeof(struct py_frame);
+	barrier_var(size); /* bound the value the helper gets, not a copy the compiler made */
+	if (size > sizeof(*rec))
+		size = sizeof(*rec);
+	if (bpf_ringbuf_output(&events, rec, size, submit_flags())) {
+		count(CNT_LOST_PY);
+		/* the next read must not be taken for "unchanged" */
+		th->submitted = 0;
+		return 0;
+	}
+	if (!(flags & PY_SAME))
+		count(CNT_PY_READS);
+	return 0;
+}
+
+__hidden __u64 py_read(__u64 ts, __u32 reason)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS;
+	const struct py_proc_cfg *cfg;
+	struct py_thread *th;
+	__u64 *ns, took;
+
+	if (!py_active || phase == PHASE_PAUSED)
+		return 0;
+	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!cfg)
+		return 0;
+	th = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!th) {
+		count(CNT_NO_STORAGE);
+		return 0;
+	}
+	/* Uprobe programs run with interrupts on and may be preempted: a tick or a switch can
+	 * land in the middle of a probe hit's read. Its read would reach the ring first with a
+	 * later time; the stack is the same anyway, so it is left out. */
+	if (th->busy)
+		return 0;
+	th->busy = 1;
+	if (!ts)
+		ts = bpf_ktime_get_ns();
+	read_stack(ts, reason, cfg, tgid, th);
+	th->busy = 0;
+	/* what reading cost the thread, from the caller's clock reading to now */
+	took = bpf_ktime_get_ns() - ts;
+	ns = bpf_map_lookup_elem(&counters, &key);
+	if (ns)
+		*ns += took;
+	key = CNT_PY_PROBE_NS;
+	ns = reason == PY_READ_PROBE ? bpf_map_lookup_elem(&counters, &key) : NULL;
+	if (ns)
+		*ns += took;
+	return ts;
+}
+
+/* The thread leaving the CPU is still current here: its stack is exact until it runs again. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(py_on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	py_read(bpf_ktime_get_ns(), preempt || !prev_state ? PY_READ_PREEMPT : PY_READ_BLOCK);
+	return 0;
+}
+
+/* A software cpu-clock event on each CPU, at --py-rate: whatever thread it interrupts. */
+SEC("perf_event")
+int py_on_tick(struct bpf_perf_event_data *ctx)
+{
+	py_read(bpf_ktime_get_ns(), PY_READ_TICK);
+	return 0;
+}
+
+/* A forked process shares its parent's memory layout: it runs the same interpreter at the same
+ * addresses (an exec replaces it: userspace deletes the entry then). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(py_on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	const struct py_proc_cfg *cfg;
+
+	if (!follow || child->pid != child->tgid)
+		return 0;
+	cfg = bpf_map_lookup_elem(&py_procs, &ptgid);
+	if (cfg)
+		bpf_map_update_elem(&py_procs, &ctgid, cfg, BPF_ANY);
+	return 0;
+}
+
+/* A new program replaces the interpreter: nothing of it is where it was (userspace looks at the
+ * new program when it reaches its entry point). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(py_on_exec, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	bpf_map_delete_elem(&py_procs, &tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(py_on_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (p->pid == p->tgid)
+		bpf_map_delete_elem(&py_procs, &tgid);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* What the other BPF files call in bpf/python.bpf.c (BPF side only). */
+#ifndef TRACER_PYTHON_BPF_H
+#define TRACER_PYTHON_BPF_H
+
+#include "events.h"
+
+/* Set by userspace once a traced process runs a readable CPython: until then, probe hits skip
+ * the Python read altogether. */
+extern volatile __u32 py_active;
+
+/* Reads the current thread's Python stack if its process runs a known interpreter, and submits
+ * it (enum py_read_reason), at ts, or at the time it takes itself when ts is 0. Returns the
+ * time of the read, or 0 when nothing was read. */
+__u64 py_read(__u64 ts, __u32 reason);
+
+#endif

@@ -1,0 +1,236 @@
+"""Python frames: a threaded Python pipeline of our own (tests/targets/py_pipeline.py), attached by
+pid, each stage function found on its own thread with the total time the pipeline logged."""
+import collections
+import glob
+import os
+import subprocess
+
+from lib import (check_format, finish_tracer, load_trace, read_ground_truth, sigusr1, spans,
+                 start_tracer, wait_exit, wait_probes_gone, _procs)
+
+import lib
+
+PYTHON = "/usr/bin/python3"
+STAGES = {"read_batch": "reader", "decode_batch": "decoder", "write_batch": "writer"}
+
+
+def start_py_pipeline(tmp, *args, python=PYTHON):
+    log = os.path.join(tmp, "gt.log")
+    p = subprocess.Popen([python, os.path.join(lib.ROOT, "tests", "targets", "py_pipeline.py"),
+                          "--wait-signal", "--log", log] + list(args),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", f"py_pipeline did not start: {line} {p.stderr.read()}"
+    return p, int(line[1]), log
+
+
+def in_window(trace, margin_ns=100_000_000):
+    t0 = trace["metadata"]["t0_monotonic_ns"]
+    return t0, t0 + margin_ns, t0 + trace["metadata"]["duration_ns"] - margin_ns
+
+
+def test_python_stage_functions(tmp, python=PYTHON):
+    assert os.access(python, os.X_OK), f"no {python} (Debian's python3.11)"
+    pl, pid, log = start_py_pipeline(tmp, "--seconds", "5", python=python)
+    out = os.path.join(tmp, "py.json")
+    sigusr1(pid)
+    tr = start_tracer("-p", pid, "-d", "3", "-o", out)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert "python:" in err and "function spans" in err, err
+    wait_exit(pl)
+    gt = read_ground_truth(log)
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []  # Python spans nest with each other and natives
+    meta = trace["metadata"]["python"]
+    assert meta["enabled"] and meta["processes"] == 1 and meta["spans"] > 0
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    # threads carry Python's names (their OS name is python3)
+    for tid, name in gt["threads"].items():
+        assert names.get(tid) == name, (tid, names.get(tid), name)
+    t0, lo, hi = in_window(trace)
+    py = [e for e in spans(trace) if e["cat"] == "python"]
+    for e in py:
+        assert e["pid"] == pid
+    for func, thread in STAGES.items():
+        tid = next(t for t, n in gt["threads"].items() if n == thread)
+        evs = [e for e in py if e["name"] == func]
+        assert evs, f"no {func} spans"
+        # on the right thread, and only there
+        assert {e["tid"] for e in evs} == {tid}, (func, collections.Counter(e["tid"] for e in evs))
+        assert all(e["args"]["file"].endswith("py_pipeline.py") for e in evs)
+        traced = [e for e in evs
+                  if lo <= t0 + e["ts"] * 1000 and t0 + (e["ts"] + e["dur"]) * 1000 <= hi]
+        logged = [(s, t) for t_, f, s, t, _ in gt["calls"] if f == func and lo <= s and t <= hi]
+        traced_ns = sum(e["dur"] for e in traced) * 1000
+        logged_ns = sum(t - s for s, t in logged)
+        # every call is seen (each lasts several ticks), none is merged with the next
+        assert abs(len(traced) - len(logged)) <= 2, (func, len(traced), len(logged))
+        # edges are exact at switches and within a tick (1 ms) elsewhere
+        assert abs(traced_ns - logged_ns) <= 0.10 * logged_ns, (func, traced_ns, logged_ns)
+    # spin() runs under every stage, nested in it on the same thread
+    assert {e["tid"] for e in py if e["name"] == "spin"} == set(gt["threads"]) - {pid}
+    assert wait_probes_gone(tr)
+
+
+def other_pythons(minor_ok):
+    """Interpreters besides Debian's (pyenv's, when installed) whose minor version passes."""
+    found = []
+    for exe in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3.*"))):
+        m = os.path.basename(exe)[len("python3."):]
+        if m.isdigit() and minor_ok(int(m)):
+            found.append(exe)
+    return found
+
+
+def test_python_shared_libpython(tmp):
+    """A 3.11 that keeps its interpreter in libpython3.11.so (a position-independent object):
+    the same spans, found through the library's _PyRuntime."""
+    found = [p for p in other_pythons(lambda m: m == 11)
+             if os.path.exists(os.path.join(os.path.dirname(os.path.dirname(p)), "lib",
+                                            "libpython3.11.so.1.0"))]
+    if not found:
+        raise lib.Skip("no CPython 3.11 built with --enable-shared (pyenv) on this machine")
+    test_python_stage_functions(tmp, python=found[0])
+
+
+def test_python_unsupported_version(tmp):
+    found = other_pythons(lambda m: m != 11 and m >= 8)  # threading.get_native_id: 3.8+
+    if not found:
+        raise lib.Skip("no CPython other than 3.11 (pyenv) on this machine")
+    pl, pid, log = start_py_pipeline(tmp, "--seconds", "3", python=found[-1])
+    sigusr1(pid)
+    tr = start_tracer("-p", pid, "-d", "1", "-o", os.path.join(tmp, "other.json"))
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err  # the rest of the recording goes on
+    lines = [l for l in err.splitlines() if "no Python frames" in l]
+    assert len(lines) == 1 and "this build reads CPython 3.11" in lines[0], err
+    wait_exit(pl)
+
+
+def test_python_off(tmp):
+    pl, pid, log = start_py_pipeline(tmp, "--seconds", "3")
+    out = os.path.join(tmp, "nopy.json")
+    sigusr1(pid)
+    tr = start_tracer("-p", pid, "-d", "1", "--no-python", "-o", out)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert "python: frames off" in err, err
+    trace, _ = load_trace(out)
+    assert not [e for e in spans(trace) if e["cat"] == "python"]
+    assert trace["metadata"]["counts"]["python_reads"] == 0
+    wait_exit(pl)
+
+
+def test_torch_operators_under_python(tmp):
+    try:
+        has_torch = subprocess.run([PYTHON, "-c", "import torch"], capture_output=True,
+                                   timeout=120).returncode == 0
+    except subprocess.TimeoutExpired:
+        has_torch = False
+    assert has_torch, "python3-torch is not installed (apt-get install python3-torch)"
+    p = subprocess.Popen([PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_torch.py"), "30"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", f"py_torch did not start: {line}"
+    pid = int(line[1])
+    out = os.path.join(tmp, "torch.json")
+    tr = start_tracer("-p", pid, "-d", "2", "-o", out,
+                      "-u", "operator:libtorch_cpu.so*:at::_ops::conv2d::call")
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []  # operators nest under the Python spans
+    xs = spans(trace)
+    ops = [e for e in xs if e["cat"] == "operator"]
+    assert len(ops) >= 50, len(ops)
+    py = [e for e in xs if e["cat"] == "python"]
+    # each operator records the Python function and line that called it: F.conv2d in
+    # Conv2d._conv_forward (Python stacks are read from before the first probe is attached)
+    called = [e for e in ops if e.get("args", {}).get("py") == "Conv2d._conv_forward"]
+    assert len(called) == len(ops), [e for e in ops if e not in called][:5]
+    # the line is the call itself, as the source file says
+    for path_line in {e["args"]["py_line"] for e in called}:
+        path, line = path_line.rsplit(":", 1)
+        assert path.endswith("/torch/nn/modules/conv.py"), path_line
+        with open(path) as f:
+            assert "F.conv2d(" in f.read().splitlines()[int(line) - 1], path_line
+    # ... and sits inside that function's span on the same thread, itself inside infer
+    def inside(e, name):
+        return any(p["name"] == name and p["tid"] == e["tid"] and p["ts"] <= e["ts"] and
+                   e["ts"] + e["dur"] <= p["ts"] + p["dur"] for p in py)
+    assert all(inside(e, "Conv2d._conv_forward") for e in called)
+    assert all(inside(e, "infer") for e in called)
+    p.kill()
+
+
+def test_python_launch_mode(tmp):
+    """tracer -- python3 SCRIPT: frames from the interpreter's start, imports included."""
+    out = os.path.join(tmp, "launch.json")
+    log = os.path.join(tmp, "gt.log")
+    rc, err = lib.run_tracer("-o", out, "--", PYTHON,
+                             os.path.join(lib.ROOT, "tests", "targets", "py_pipeline.py"),
+                             "--seconds", "1.5", "--log", log, timeout=120)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    gt = read_ground_truth(log)
+    py = [e for e in spans(trace) if e["cat"] == "python"]
+    names = {e["name"] for e in py}
+    assert {"read_batch", "decode_batch", "write_batch", "_find_and_load"} <= names, names
+    for func, thread in STAGES.items():
+        tid = next(t for t, n in gt["threads"].items() if n == thread)
+        got = [e for e in py if e["name"] == func]
+        assert {e["tid"] for e in got} == {tid}, (func, tid, {e["tid"] for e in got})
+        logged = [c for c in gt["calls"] if c[1] == func]
+        assert abs(len(got) - len(logged)) <= 1, (func, len(got), len(logged))
+
+
+FORKER = r"""
+import multiprocessing as mp, os, sys, time
+def task(x):
+    end = time.monotonic_ns() + 3_000_000
+    while time.monotonic_ns() < end:
+        pass
+    return os.getpid()
+if __name__ == "__main__":
+    mp.set_start_method("fork")
+    print("ready", os.getpid(), flush=True)
+    sys.stdin.readline()
+    with mp.Pool(2) as pool:
+        pids = set()
+        for _ in range(10):
+            pids |= set(pool.map(task, range(8)))
+    print("workers", *sorted(pids), flush=True)
+"""
+
+
+def test_python_follow_forked_workers(tmp):
+    """--follow: workers forked after attach (a DataLoader's, a Pool's) are read from their
+    first instruction: the BPF side takes the parent's interpreter for them at the fork."""
+    p = subprocess.Popen([PYTHON, "-c", FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    pid = int(line[1])
+    out = os.path.join(tmp, "follow.json")
+    tr = start_tracer("-p", pid, "--follow", "-o", out)
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    workers = set(map(int, p.stdout.readline().split()[1:]))
+    p.wait(timeout=60)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    tasks = [e for e in spans(trace) if e["cat"] == "python" and e["name"] == "task"]
+    assert {e["pid"] for e in tasks} == workers, ({e["pid"] for e in tasks}, workers)
+    # 80 calls of 3 ms. Calls of a chunk run back to back from one line (Pool's mapstar), so
+    # neighbours with no read between them merge: compare the time, not the count
+    total_ms = sum(e["dur"] for e in tasks) / 1000
+    assert 0.9 * 240 <= total_ms <= 1.1 * 240 + 10, total_ms
+    assert trace["metadata"]["python"]["processes"] == 3

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of the Python frames' userspace: the 3.11 location table (a table and the lines
+ * CPython itself gives for it), spans from stack reads and their nesting with native spans, the
+ * offsets table, and the USDT notes and operands (checked against python3.11's own notes: every
+ * USDT site is a nop). */
+#include "elf/usdt.h"
+#include "python/py_code.h"
+#include "python/py_offsets.h"
+#include "python/py_spans.h"
+#include "unit.h"
+
+#include <asm/ptrace.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* compile() of a 11-line function f (first line 1) by CPython 3.11.2: f.co_linetable, and the
+ * line of each code unit from f.co_lines() */
+static const uint8_t linetable[] = {
+	0x80, 0x00, 0xd8, 0x08, 0x09, 0x88, 0x41, 0x89, 0x05, 0x80, 0x41, 0xd8, 0x07, 0x08, 0x88,
+	0x31, 0x82, 0x75, 0x80, 0x75, 0xf0, 0x02, 0x01, 0x0d, 0x20, 0xf0, 0x00, 0x01, 0x0d, 0x20,
+	0xdd, 0x16, 0x1b, 0x98, 0x41, 0x91, 0x68, 0x94, 0x68, 0xf0, 0x03, 0x01, 0x0d, 0x20, 0xf1,
+	0x00, 0x01, 0x0d, 0x20, 0xf4, 0x00, 0x01, 0x0d, 0x20, 0x88, 0x01, 0x88, 0x01, 0xf0, 0x06,
+	0x00, 0x0d, 0x11, 0x88, 0x01, 0xf5, 0x06, 0x00, 0x0c, 0x0d, 0x88, 0x51, 0xd8, 0x0d, 0x0e,
+	0xf1, 0x03, 0x01, 0x0c, 0x10, 0xf4, 0x00, 0x01, 0x0c, 0x10, 0xf0, 0x00, 0x01, 0x05, 0x10,
+};
+static const int lines[] = {
+	1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 7, 7, 10, 10, 10, 10, 10, 10, 10, 11, 10, 10, 10, 10, 10, 10,
+	10, 10,
+};
+
+static void test_linetable(void)
+{
+	for (size_t u = 0; u < sizeof(lines) / sizeof(lines[0]); u++) {
+		int got = py_linetable__line(linetable, sizeof(linetable), 1, u);
+
+		if (got != lines[u])
+			fprintf(stderr, "  unit %zu: line %d, CPython says %d\n", u, got, lines[u]);
+		CHECK(got == lines[u]);
+	}
+	CHECK(py_linetable__line(linetable, sizeof(linetable), 1, 1000) == -1);
+	CHECK(py_linetable__line(linetable, 3, 1, 40) == -1); /* cut short: no crash */
+}
+
+struct got_span {
+	int tid;
+	uint64_t code, start, end;
+	bool incomplete;
+};
+
+static struct got_span spans[64];
+static int nspans;
+
+static int nopened;
+
+static uint64_t on_opened(void *ctx, int pid, const struct py_frame *f)
+{
+	nopened++;
+	return f->code * 10; /* a tag the span must carry back */
+}
+
+static void on_span(void *ctx, int pid, int tid, const struct py_open *o, uint64_t end,
+		    bool incomplete)
+{
+	CHECK(o->tag == o->code * 10);
+	if (nspans < 64)
+		spans[nspans++] = (struct got_span){ tid, o->code, o->start, end, incomplete };
+}
+
+static const struct py_spans_ops ops = { .opened = on_opened, .span = on_span };
+
+/* A read at ts (for what reason) of frames given outermost first as (code, instr) pairs. */
+static void read_stack(struct py_spans *s, int tid, uint64_t ts, int reason, int n,
+		       const uint64_t *cf)
+{
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = reason, .pid = 1, .tid = tid,
+				  .ts = ts, .depth = n };
+
+	for (int i = 0; i < n; i++) {
+		r.frames[n - 1 - i].code = cf[2 * i];
+		r.frames[n - 1 - i].instr = cf[2 * i + 1];
+	}
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + n * sizeof(r.frames[0]));
+}
+
+static void read_same(struct py_spans *s, int tid, uint64_t ts, int reason)
+{
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = reason, .pid = 1, .tid = tid,
+				  .ts = ts, .flags = PY_SAME };
+
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames));
+}
+
+static const struct got_span *find(uint64_t code, int nth)
+{
+	for (int i = 0; i < nspans; i++)
+		if (spans[i].code == code && !nth--)
+			return &spans[i];
+	return NULL;
+}
+
+#define TICK PY_READ_TICK
+#define BLOCK PY_READ_BLOCK
+
+static void test_spans(void)
+{
+	struct py_spans *s = py_spans__new(&ops, NULL);
+	const struct got_span *g;
+	struct py_open caller;
+
+	nspans = 0;
+	/* main -> a on ticks; a ends and b starts between the reads at 200 and 300: the middle */
+	read_stack(s, 7, 100, TICK, 2, (uint64_t[]){ 1, 10, 2, 500 });
+	read_stack(s, 7, 200, TICK, 2, (uint64_t[]){ 1, 10, 2, 520 }); /* a goes on */
+	read_stack(s, 7, 300, TICK, 2, (uint64_t[]){ 1, 12, 3, 600 });
+	CHECK(nspans == 1);
+	CHECK((g = find(2, 0)) && g->start == 100 && g->end == 250 && g->tid == 7);
+	/* b blocks at 330: the same stack, only the time is news */
+	read_same(s, 7, 330, BLOCK);
+	/* woken at 370, by the tick at 400 main called b again from elsewhere: the old b ends
+	 * and the new one starts at the switch-in */
+	py_spans__switch_in(s, 1, 7, 370);
+	read_stack(s, 7, 400, TICK, 2, (uint64_t[]){ 1, 14, 3, 600 });
+	CHECK((g = find(3, 0)) && g->start == 250 && g->end == 370);
+	/* it finished and main called c, which blocks at 450: the edge is the block */
+	read_stack(s, 7, 450, BLOCK, 2, (uint64_t[]){ 1, 16, 4, 10 });
+	CHECK((g = find(3, 1)) && g->start == 370 && g->end == 450);
+	/* recursion: the same code at two depths */
+	py_spans__switch_in(s, 1, 7, 480);
+	read_stack(s, 7, 500, TICK, 3, (uint64_t[]){ 1, 16, 4, 20, 4, 700 });
+	read_stack(s, 7, 600, TICK, 2, (uint64_t[]){ 1, 16, 4, 30 });
+	CHECK((g = find(4, 0)) && g->start == 480 && g->end == 550);
+
+	/* a native span [650, 900] entered from c: its entry read at 650 is unchanged; a callback
+	 * d seen at 700 inside it starts after 650 and ends no later than 900 */
+	read_same(s, 7, 650, PY_READ_PROBE);
+	read_stack(s, 7, 700, TICK, 3, (uint64_t[]){ 1, 16, 4, 40, 5, 50 });
+	CHECK((g = find(5, 0)) == NULL);
+	CHECK(py_spans__on_native(s, 1, 7, 650, 900, &caller));
+	CHECK(caller.code == 4 && caller.instr == 40);
+	CHECK((g = find(5, 0)) && g->start == 675 && g->end == 900);
+	/* c outlives the native call, and whatever follows it starts after its return */
+	read_stack(s, 7, 1000, TICK, 2, (uint64_t[]){ 1, 18, 6, 1 });
+	CHECK((g = find(4, 1)) && g->start == 450 && g->end == 950);
+	CHECK(!find(6, 0));
+	/* a native span whose return is after the next read: its caller ends no earlier */
+	read_stack(s, 7, 1100, TICK, 2, (uint64_t[]){ 1, 18, 6, 2 });
+	CHECK(py_spans__on_native(s, 1, 7, 1050, 1180, &caller) && caller.code == 6);
+	read_stack(s, 7, 1200, TICK, 1, (uint64_t[]){ 1, 20 });
+	CHECK((g = find(6, 0)) && g->start == 950 && g->end == 1190);
+	/* an empty stack ends everything; a thread's exit and the stop end what is open */
+	read_stack(s, 7, 1300, TICK, 0, NULL);
+	CHECK((g = find(1, 0)) && g->start == 100 && g->end == 1250 && !g->incomplete);
+	read_stack(s, 8, 1200, TICK, 1, (uint64_t[]){ 7, 1 });
+	read_stack(s, 9, 1200, TICK, 1, (uint64_t[]){ 8, 1 });
+	py_spans__thread_exit(s, 1, 8, 1300);
+	CHECK((g = find(7, 0)) && g->start == 1200 && g->end == 1300 && !g->incomplete);
+	py_spans__close_all(s, 0, 1400);
+	CHECK((g = find(8, 0)) && g->end == 1400 && g->incomplete);
+	CHECK(!py_spans__on_native(s, 1, 9, 1500, 1600, &caller));
+	py_spans__free(s);
+}
+
+static void test_truncated_read(void)
+{
+	struct py_spans *s = py_spans__new(&ops, NULL);
+	struct py_stack_rec r = { .type = REC_PY_STACK, .pid = 1, .tid = 3, .ts = 10, .depth = 1,
+				  .flags = PY_TRUNCATED };
+
+	nspans = 0;
+	read_stack(s, 3, 5, TICK, 1, (uint64_t[]){ 1, 1 });
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + sizeof(r.frames[0]));
+	py_spans__on_read(s, &r, 8); /* shorter than a header: ignored */
+	CHECK(nspans == 0);
+	CHECK(py_spans__partial_reads(s) == 1);
+	py_spans__free(s);
+}
+
+static void test_offsets(void)
+{
+	const struct py_version *v = py_version__find(3, 11);
+	struct py_proc_cfg cfg;
+
+	CHECK(v != NULL);
+	if (!v)
+		return;
+	/* the values the shared notes measured by hand, now coming from the headers */
+	CHECK(v->off.runtime_interp_head == 40 && v->off.tstate_native_thread_id == 160);
+	CHECK(v->off.frame_code == 32 && v->off.frame_previous == 48);
+	CHECK(py_version__bpf_cfg(v, 0x1000, &cfg) == 0 && cfg.runtime == 0x1000);
+	CHECK(py_version__find(2, 7) == NULL);
+}
+
+static void test_usdt_args(void)
+{
+	struct usdt_arg a[USDT_MAX_ARGS];
+
+	CHECK(usdt_arg__parse("-4@%edi", &a[0]) == 0 && a[0].kind == USDT_ARG_REG &&
+	      a[0].size == 4 && a[0].is_signed && a[0].reg_off == offsetof(struct pt_regs, rdi));
+	CHECK(usdt_arg__parse("8@-16(%rbp)", &a[0]) == 0 && a[0].kind == USDT_ARG_MEM &&
+	      a[0].val == -16 && a[0].reg_off == offsetof(struct pt_regs, rbp) && !a[0].is_signed);
+	CHECK(usdt_arg__parse("-4@112(%rsp)", &a[0]) == 0 && a[0].val == 112);
+	CHECK(usdt_arg__parse("4@$5", &a[0]) == 0 && a[0].kind == USDT_ARG_CONST && a[0].val == 5);
+	CHECK(usdt_arg__parse("1@%r8b", &a[0]) == 0 &&
+	      a[0].reg_off == offsetof(struct pt_regs, r8));
+	CHECK(usdt_arg__parse("8@(%rax)", &a[0]) == 0 && a[0].val == 0);
+	CHECK(usdt_arg__parse("3@%eax", &a[0]) < 0);
+	CHECK(usdt_arg__parse("4@%xmm0", &a[0]) < 0);
+	CHECK(usdt_arg__parse("8@8(%rax,%rbx,2)", &a[0]) < 0);
+	CHECK(usdt_arg__parse("%eax", &a[0]) < 0);
+	CHECK(usdt_args__parse("8@%r14 8@%rax -4@%ebp", a, USDT_MAX_ARGS) == 3 &&
+	      a[2].reg_off == offsetof(struct pt_regs, rbp));
+	CHECK(usdt_args__parse("", a, USDT_MAX_ARGS) == 0);
+}
+
+static void test_usdt_python(void)
+{
+	const char *path = "/usr/bin/python3.11";
+	struct usdt_probes p;
+	bool start = false, done = false;
+	int fd;
+
+	if (access(path, R_OK)) {
+		printf("# skip: no %s\n", path);
+		return;
+	}
+	CHECK(usdt__read(path, &p) == 0);
+	fd = open(path, O_RDONLY);
+	for (size_t i = 0; i < p.cnt; i++) {
+		unsigned char b = 0;
+
+		CHECK(!strcmp(p.v[i].provider, "python"));
+		CHECK(pread(fd, &b, 1, p.v[i].offset) == 1 && b == 0x90); /* the site is a nop */
+		CHECK(p.v[i].sema_offset != 0);
+		if (!strcmp(p.v[i].name, "gc__start")) {
+			start = true;
+			CHECK(p.v[i].nargs == 1 && p.v[i].args_ok && p.v[i].args[0].size == 4);
+		}
+		done |= !strcmp(p.v[i].name, "gc__done");
+	}
+	close(fd);
+	CHECK(start && done);
+	usdt_probes__free(&p);
+	CHECK(usdt__read("/etc/hostname", &p) == -ENOEXEC);
+}
+
+int main(void)
+{
+	RUN(test_linetable);
+	RUN(test_spans);
+	RUN(test_truncated_read);
+	RUN(test_offsets);
+	RUN(test_usdt_args);
+	RUN(test_usdt_python);
+	UNIT_EXIT();
+}

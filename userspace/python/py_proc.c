@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+#include "python/py_proc.h"
+#include "elf/elf_datasym.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+int py_mem__read(int pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* "python3.11", "python3.11d", "libpython3.11.so.1.0": the version in the name, if any. */
+static bool name_version(const char *base, int *major, int *minor)
+{
+	const char *p = strstr(base, "python");
+
+	return p && sscanf(p + 6, "%d.%d", major, minor) == 2;
+}
+
+static bool maybe_python(const char *base)
+{
+	return !strncmp(base, "python", 6) || !strncmp(base, "libpython", 9);
+}
+
+/* Looks for _PyRuntime in the object mapped at [start, end) with file offset 0. */
+static int try_object(struct py_proc *p, const char *path, uint64_t start, uint64_t end)
+{
+	char file[96];
+	struct elf_datasym sym;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	uint64_t bias = 0, hex;
+	int fd, ret;
+
+	/* the mapped inode itself: replaced files and other mount namespaces still work */
+	snprintf(file, sizeof(file), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, start, end);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = elf_datasym__find(fd, "_PyRuntime", &sym);
+	if (!ret) {
+		if (sym.pie)
+			bias = start - sym.load_vaddr;
+		p->runtime = sym.value + bias;
+		snprintf(p->object, sizeof(p->object), "%s", base);
+		/* 3.11+ exports its PY_VERSION_HEX; older ones are named by their file */
+		if (!elf_datasym__find(fd, "Py_Version", &sym) &&
+		    !py_mem__read(p->pid, sym.value + bias, &hex, 4)) {
+			p->major = (hex >> 24) & 0xff;
+			p->minor = (hex >> 16) & 0xff;
+		} else if (!name_version(base, &p->major, &p->minor)) {
+			p->major = p->minor = 0;
+		}
+	}
+	close(fd);
+	return ret;
+}
+
+int py_proc__detect(int pid, struct py_proc *p)
+{
+	char path[64], line[4096];
+	int ret = -ENOENT;
+	FILE *f;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		char *file = strchr(line, '/'), *nl, *base;
+
+		if (!file || sscanf(line, "%llx-%llx %*s %llx", &start, &end, &off) != 3 || off)
+			continue;
+		if ((nl = strchr(file, '\n')))
+			*nl = 0;
+		base = strrchr(file, '/') + 1;
+		if (maybe_python(base))
+			ret = try_object(p, file, start, end);
+		if (ret && ret != -ENOENT)
+			ret = -ENOENT; /* unreadable or not ELF: keep looking */
+	}
+	fclose(f);
+	if (!ret)
+		p->ver = py_version__find(p->major, p->minor);
+	return ret;
+}

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+#include "python/py_spans.h"
+#include "util/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+struct py_stack {
+	int tid; /* key */
+	int pid;
+	uint64_t last;	    /* the last read, or native return: the stack was known then */
+	uint64_t switch_in; /* the last time the thread was put on a CPU */
+	uint32_t depth;
+	struct py_open v[PY_MAX_FRAMES]; /* outermost first */
+	UT_hash_handle hh;
+};
+
+struct py_spans {
+	const struct py_spans_ops *ops;
+	void *ctx;
+	struct py_stack *threads;
+	uint64_t reads, partial;
+	uint64_t created; /* threads seen */
+};
+
+struct py_spans *py_spans__new(const struct py_spans_ops *ops, void *ctx)
+{
+	struct py_spans *s = xcalloc(1, sizeof(*s));
+
+	s->ops = ops;
+	s->ctx = ctx;
+	return s;
+}
+
+void py_spans__free(struct py_spans *s)
+{
+	struct py_stack *st, *tmp;
+
+	if (!s)
+		return;
+	HASH_ITER(hh, s->threads, st, tmp) {
+		HASH_DEL(s->threads, st);
+		free(st);
+	}
+	free(s);
+}
+
+static struct py_stack *stack_of(struct py_spans *s, int pid, int tid, bool create)
+{
+	struct py_stack *st;
+
+	HASH_FIND_INT(s->threads, &tid, st);
+	if (st && st->pid != pid) {
+		/* a tid reused by another process: what was open cannot be closed honestly */
+		st->depth = 0;
+		st->pid = pid;
+	}
+	if (st || !create)
+		return st;
+	st = xcalloc(1, sizeof(*st));
+	st->tid = tid;
+	st->pid = pid;
+	HASH_ADD_INT(s->threads, tid, st);
+	s->created++;
+	return st;
+}
+
+/* Ends frames [from, depth) at ts (or later, if a native call under one returned later),
+ * innermost first. */
+static void close_from(struct py_spans *s, struct py_stack *st, uint32_t from, uint64_t ts,
+		       bool incomplete)
+{
+	while (st->depth > from) {
+		struct py_open *o = &st->v[--st->depth];
+		uint64_t end = ts < o->min_end ? o->min_end : ts;
+
+		s->ops->span(s->ctx, st->pid, st->tid, o, end < o->start ? o->start : end,
+			     incomplete);
+	}
+}
+
+void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts)
+{
+	struct py_stack *st = stack_of(s, pid, tid, false);
+
+	if (st && ts > st->switch_in)
+		st->switch_in = ts;
+}
+
+void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t size)
+{
+	size_t have = (size - offsetof(struct py_stack_rec, frames)) / sizeof(struct py_frame);
+	uint32_t d = r->depth, k = 0;
+	uint64_t lower, split;
+	struct py_stack *st;
+	bool resumed;
+
+	if (size < offsetof(struct py_stack_rec, frames) || d > PY_MAX_FRAMES || d > have)
+		return;
+	s->reads++;
+	st = stack_of(s, r->pid, r->tid, true);
+	if (r->ts < st->last)
+		return; /* out of order: cannot happen on one thread, but never go back */
+	/* frames[] misses the outermost frames: it cannot be lined up with the open stack */
+	if (r->flags & (PY_TRUNCATED | PY_FAULT)) {
+		s->partial++;
+		return;
+	}
+	resumed = st->switch_in > st->last;
+	lower = resumed ? st->switch_in : st->last;
+	if (!st->last)
+		lower = r->ts; /* the first read of the thread: nothing is known before it */
+	if (lower > r->ts)
+		lower = r->ts;
+	st->last = r->ts;
+	if (r->flags & PY_SAME)
+		return;
+	/* one point where what ended ends and what is new starts, so that siblings never overlap */
+	if (r->reason == PY_READ_BLOCK)
+		split = r->ts;
+	else if (resumed)
+		split = lower;
+	else
+		split = lower + (r->ts - lower) / 2;
+	/* the frames both have, from the outermost: same code, called from the same place */
+	while (k < d && k < st->depth) {
+		const struct py_frame *f = &r->frames[d - 1 - k];
+
+		if (f->code != st->v[k].code ||
+		    (k && r->frames[d - k].instr != st->v[k].parent_instr))
+			break;
+		k++;
+	}
+	close_from(s, st, k, split, false);
+	for (uint32_t i = k; i < d; i++) {
+		const struct py_frame *f = &r->frames[d - 1 - i];
+		struct py_open *o = &st->v[i];
+
+		o->code = f->code;
+		o->parent_instr = i ? r->frames[d - i].instr : 0;
+		o->seen = r->ts;
+		o->start = split;
+		o->min_end = 0;
+		o->tag = s->ops->opened ? s->ops->opened(s->ctx, r->pid, f) : 0;
+	}
+	st->depth = d;
+	for (uint32_t i = 0; i < d; i++)
+		st->v[i].instr = r->frames[d - 1 - i].instr;
+}
+
+bool py_spans__on_native(struct py_spans *s, int pid, int tid, uint64_t start, uint64_t end,
+			 struct py_open *caller)
+{
+	struct py_stack *st = stack_of(s, pid, tid, false);
+	uint32_t k = 0;
+
+	if (!st)
+		return false;
+	while (k < st->depth && st->v[k].seen <= start)
+		k++;
+	close_from(s, st, k, end, false);
+	if (end > st->last)
+		st->last = end;
+	for (uint32_t i = 0; i < k; i++)
+		if (st->v[i].min_end < end)
+			st->v[i].min_end = end;
+	if (!k)
+		return false;
+	*caller = st->v[k - 1];
+	return true;
+}
+
+void py_spans__thread_exit(struct py_spans *s, int pid, int tid, uint64_t ts)
+{
+	struct py_stack *st = stack_of(s, pid, tid, false);
+
+	if (!st)
+		return;
+	close_from(s, st, 0, ts, false);
+	HASH_DEL(s->threads, st);
+	free(st);
+}
+
+void py_spans__close_all(struct py_spans *s, int pid, uint64_t ts)
+{
+	struct py_stack *st, *tmp;
+
+	HASH_ITER(hh, s->threads, st, tmp) {
+		if (pid && st->pid != pid)
+			continue;
+		close_from(s, st, 0, ts, true);
+		HASH_DEL(s->threads, st);
+		free(st);
+	}
+}
+
+uint64_t py_spans__reads(const struct py_spans *s)
+{
+	return s->reads;
+}
+
+uint64_t py_spans__threads_seen(const struct py_spans *s)
+{
+	return s->created;
+}
+
+uint64_t py_spans__partial_reads(const struct py_spans *s)
+{
+	return s->partial;
+}

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#include "python/py_ticks.h"
+#include "util/util.h"
+
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int py_ticks__attach(struct py_ticks *t, struct bpf_program *prog, unsigned int hz)
+{
+	struct perf_event_attr attr;
+	int ncpus, ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -EINVAL;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	attr.freq = 1;
+	attr.sample_freq = hz;
+	t->links = xcalloc(ncpus, sizeof(*t->links));
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		struct bpf_link *l;
+
+		if (fd < 0) {
+			if (errno == ENODEV || errno == EINVAL) /* a possible CPU that is offline */
+				continue;
+			ret = -errno;
+			break;
+		}
+		l = bpf_program__attach_perf_event(prog, fd);
+		if (!l) {
+			ret = -errno;
+			close(fd);
+			break;
+		}
+		t->links[t->nlinks++] = l; /* the link owns fd */
+	}
+	if (ret)
+		py_ticks__detach(t);
+	return ret;
+}
+
+void py_ticks__detach(struct py_ticks *t)
+{
+	for (size_t i = 0; i < t->nlinks; i++)
+		bpf_link__destroy(t->links[i]);
+	free(t->links);
+	memset(t, 0, sizeof(*t));
+}
