@@ -94,7 +94,7 @@ $(OUTPUT)/targets/%: tests/targets/%.c | $(OUTPUT)/targets
 test-bins: tracer $(UNIT_BINS) $(TARGET_BINS) $(OUTPUT)/fixtures/stamp viewers
 
 check: test-bins
-	$(Q)python3 tests/run.py --output $(OUTPUT)
+	$(Q)scripts/as-root.sh python3 tests/run.py --output $(OUTPUT)
 
 demo: tracer $(OUTPUT)/targets/pipeline
 	$(Q)scripts/demo.sh

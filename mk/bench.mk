@@ -27,7 +27,7 @@ test-bins: $(BENCH_TOOLS)
 
 # BENCH_ARGS: more options, e.g. BENCH_ARGS='--only 1,2' or '--compare-tracer OTHER/tracer'.
 bench: $(OUTPUT)/tracer $(BENCH_TOOLS)
-	$(Q)python3 bench/bench.py --output $(OUTPUT) $(if $(QUICK),--quick) \
+	$(Q)scripts/as-root.sh python3 bench/bench.py --output $(OUTPUT) $(if $(QUICK),--quick) \
 		--results bench/results.md $(BENCH_ARGS)
 
 -include $(BENCH_OUT)/*.d

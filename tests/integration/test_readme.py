@@ -1,0 +1,78 @@
+"""The README's two commands: they run as written as root in a shell with no sudo, and `make demo`
+leaves the clone as clean as it found it; CI runs exactly the README's test command."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import lib
+
+
+def readme_commands():
+    text = open(os.path.join(lib.ROOT, "README.md")).read()
+    block = re.search(r"```sh\n(.*?)```", text, re.S).group(1)
+    cmds = [l.strip() for l in block.splitlines() if l.strip() and not l.startswith("#")]
+    assert len(cmds) == 2, cmds
+    return cmds
+
+
+def path_without_sudo(tmp):
+    """A PATH whose directories hold links to every command but sudo (a root shell without it)."""
+    bin_dir = os.path.join(tmp, "bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    os.chmod(tmp, 0o755)  # an ordinary user runs from it too
+    for d in os.environ.get("PATH", "/usr/bin:/bin").split(":") + ["/usr/sbin", "/sbin"]:
+        if not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            dst = os.path.join(bin_dir, name)
+            if name != "sudo" and not os.path.lexists(dst):
+                os.symlink(os.path.join(d, name), dst)
+    assert shutil.which("sudo", path=bin_dir) is None
+    return bin_dir
+
+
+def git_status():
+    return subprocess.run(["git", "-C", lib.ROOT, "status", "--porcelain", "--ignored=no"],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_readme_commands_need_no_sudo(tmp):
+    demo, check = readme_commands()
+    for cmd in (demo, check):
+        assert "sudo" not in cmd.split(), cmd
+    assert demo.endswith("make demo"), demo
+    ci = open(os.path.join(lib.ROOT, ".ci", "run")).read().splitlines()
+    assert check in [l.strip() for l in ci], f"{check!r} is not a line of .ci/run"
+
+
+def test_demo_as_root_without_sudo_leaves_the_clone_clean(tmp):
+    if shutil.which("git") is None or not os.path.isdir(os.path.join(lib.ROOT, ".git")):
+        raise lib.Skip("not a git checkout")
+    before = git_status()
+    env = dict(os.environ, PATH=path_without_sudo(tmp), SECONDS_TO_RECORD="1",
+               OUTPUT=lib.OUTPUT)
+    # The README's command minus install-deps (which needs the network when something is missing);
+    # its demo half runs as written.
+    p = subprocess.run(["make", "--no-print-directory", "-o", "tracer", "demo",
+                        f"OUTPUT={lib.OUTPUT}"], cwd=lib.ROOT, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "sample pipeline running" in p.stdout, p.stdout
+    assert re.search(r"^Recorded [0-9.]+s: [1-9][0-9]* spans", p.stderr, re.M), p.stderr
+    assert "STAGE" in p.stderr, p.stderr
+    assert git_status() == before, f"make demo changed the tree:\n{git_status()}"
+
+
+def test_as_root_without_sudo_says_what_to_do(tmp):
+    script = os.path.join(lib.ROOT, "scripts", "as-root.sh")
+    env = dict(os.environ, PATH=path_without_sudo(tmp))
+    ok = subprocess.run([script, "id", "-u"], env=env, capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.strip() == "0", ok
+    # An ordinary user with no sudo gets one line saying what to do, and a failure.
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        script, "id", "-u"], env=env, capture_output=True, text=True)
+    assert p.returncode != 0, p
+    assert p.stderr.strip() == "id needs root (uprobes need CAP_SYS_ADMIN): run it as root " \
+        "or install sudo", p.stderr
