@@ -7,7 +7,7 @@
 # their command names, PACK: the packs folder's packs, FILE or F: files, SPEC: probe
 # categories) or the choices its synopsis lists ("[--by name|category|thread|stage]").
 
-_tracer_subcommands="record list packs report merge export repair"
+_tracer_subcommands="record list packs report merge export repair help"
 
 # The tracer being completed (as typed: tracer, ./tracer, /usr/local/bin/tracer).
 _tracer_bin()
@@ -200,6 +200,9 @@ _tracer()
 		return 0
 	fi
 	case $sub in
+	help)
+		((COMP_CWORD == 2)) && COMPREPLY=($(compgen -W "$_tracer_subcommands" -- "$cur"))
+		;;
 	report | merge | export | repair)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -f -X '!*.gz' -- "$cur")
@@ -221,4 +224,5 @@ _tracer()
 	return 0
 }
 
-complete -F _tracer tracer
+# tracer as installed, and the ./tracer link make leaves in the source tree
+complete -F _tracer tracer ./tracer

@@ -4,28 +4,14 @@
 #include "cmd/commands.h"
 #include "util/util.h"
 
-#include <string.h>
-
-static const struct {
-	const char *name;
-	int (*run)(int argc, char **argv);
-} commands[] = {
-	{ "record", cmd_record },
-	{ "list", cmd_list },
-	{ "packs", cmd_packs },
-	{ "report", cmd_report },
-	{ "merge", cmd_merge },
-	{ "export", cmd_export },
-	{ "repair", cmd_repair },
-};
-
 int main(int argc, char **argv)
 {
+	const struct command *c = argc > 1 ? command__find(argv[1]) : NULL;
+
 	cmdline_argc = argc;
 	cmdline_argv = argv;
-	for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+	if (c)
+		return c->run(argc - 1, argv + 1);
 	/* no subcommand: record */
 	return cmd_record(argc, argv);
 }

@@ -63,3 +63,19 @@ def test_needs_root(tmp):
                         lib.TRACER, "-p", "1"], capture_output=True, text=True)
     assert p.returncode == 1, p
     assert "need root" in one_line(p.stderr)
+
+
+def test_help(tmp):
+    """`tracer help` lists every command (as `perf help` does); `tracer help CMD` is its --help."""
+    p = subprocess.run([lib.TRACER, "help"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    for sub in ("record", "list", "packs", "report", "merge", "export", "repair", "help"):
+        assert f"\n  {sub} " in p.stdout, (sub, p.stdout)
+    for sub in ("report", "merge", "list"):
+        h = subprocess.run([lib.TRACER, "help", sub], capture_output=True, text=True)
+        direct = subprocess.run([lib.TRACER, sub, "--help"], capture_output=True, text=True)
+        assert h.returncode == 0 and h.stdout == direct.stdout and h.stdout.startswith("Usage"), h
+    rc, err = run_tracer("help", "rpeort")
+    assert rc == 2, (rc, err)
+    line = one_line(err)
+    assert "no command 'rpeort'" in line and "did you mean: report" in line, line
