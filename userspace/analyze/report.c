@@ -1295,14 +1295,6 @@ out:
 	return err;
 }
 
-static int report_usage_error(const char *fmt, const char *arg)
-{
-	fputs("tracer: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (see tracer report --help)\n", stderr);
-	return 2;
-}
-
 int cmd_report(int argc, char **argv)
 {
 	enum { OPT_TOP = 256, OPT_BY, OPT_MIN_DUR, OPT_CSV, OPT_JSON, OPT_HTML };
@@ -1329,20 +1321,20 @@ int cmd_report(int argc, char **argv)
 		switch (ch) {
 		case OPT_TOP:
 			if (parse_long(optarg, 0, LONG_MAX, &o.top))
-				return report_usage_error("bad --top '%s': want a number of rows",
+				return usage_error("report", "bad --top '%s': want a number of rows",
 							  optarg);
 			break;
 		case OPT_BY:
 			for (o.by = 0; o.by < 4 && strcmp(optarg, by_names[o.by]); o.by++)
 				;
 			if (o.by == 4)
-				return report_usage_error("bad --by '%s': want name, category, "
+				return usage_error("report", "bad --by '%s': want name, category, "
 							  "thread or stage",
 							  optarg);
 			break;
 		case OPT_MIN_DUR:
 			if (parse_duration(optarg, 1000, &o.min_dur_ns))
-				return report_usage_error("bad --min-dur '%s': want "
+				return usage_error("report", "bad --min-dur '%s': want "
 							  "microseconds, or 50us, 2ms",
 							  optarg);
 			break;
@@ -1359,18 +1351,18 @@ int cmd_report(int argc, char **argv)
 			fputs(report_usage, stdout);
 			return 0;
 		case ':':
-			return report_usage_error("option '%s' needs a value", argv[optind - 1]);
+			return usage_error("report", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return report_usage_error("unknown option '%s'", argv[optind - 1]);
+			return usage_error("report", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (csv && json)
-		return report_usage_error("%s", "--csv and --json exclude each other");
+		return usage_error("report", "--csv and --json exclude each other");
 	o.format = csv ? FMT_CSV : json ? FMT_JSON : FMT_TABLE;
 	if (optind == argc)
-		return report_usage_error("%s", "no trace given: tracer report TRACE.json");
+		return usage_error("report", "no trace given: tracer report TRACE.json");
 	if (optind + 1 < argc)
-		return report_usage_error("unexpected argument '%s'", argv[optind + 1]);
+		return usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
 	o.path = argv[optind];
 
 	ret = report__run(&r, &o, err, sizeof(err));

@@ -42,14 +42,6 @@ static void print_wrapped(const char *text, int indent)
 	}
 }
 
-static int packs_usage_error(const char *fmt, const char *arg)
-{
-	fputs("tracer: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (see tracer packs --help)\n", stderr);
-	return 2;
-}
-
 int cmd_packs(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -61,27 +53,27 @@ int cmd_packs(int argc, char **argv)
 	struct pack_set set = { 0 };
 	char err[512];
 	int c, namew = 4, ret = 1;
-	long pid = 0;
+	int pid = 0;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_long(optarg, 1, 4194304 /* PID_MAX_LIMIT */, &pid))
-				return packs_usage_error("bad pid '%s': want a process id", optarg);
+			if (parse_pid(optarg, &pid))
+				return usage_error("packs", "bad pid '%s': want a process id", optarg);
 			break;
 		case 'h':
 			fputs(packs_usage, stdout);
 			return 0;
 		case ':':
-			return packs_usage_error("option '%s' needs a value", argv[optind - 1]);
+			return usage_error("packs", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return packs_usage_error("unknown option '%s'", argv[optind - 1]);
+			return usage_error("packs", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return packs_usage_error("unexpected argument '%s'", argv[optind]);
+		return usage_error("packs", "unexpected argument '%s'", argv[optind]);
 	if (pid && target__open(pid, &t, err, sizeof(err))) {
 		pr_err("%s", err);
 		return 1;
@@ -100,7 +92,7 @@ int cmd_packs(int argc, char **argv)
 			namew = strlen(set.packs[i].name);
 	printf("packs in %s", probe_pack__dir());
 	if (pid)
-		printf(" (* = used for pid %ld (%s) when no -u/-P is given)", pid, t.comm);
+		printf(" (* = used for pid %d (%s) when no -u/-P is given)", pid, t.comm);
 	printf("\n");
 	for (size_t i = 0; i < set.cnt; i++) {
 		const struct probe_pack *p = &set.packs[i];

@@ -71,23 +71,15 @@ static const char usage_text[] =
 	"  sudo tracer -o run.json -- ffmpeg -i in.mp4 -f null -\n"
 	"  sudo tracer -a -u 'decode:libavcodec.so.*:avcodec_send_packet' -d 10\n";
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fputs("tracer: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (see tracer --help)\n", stderr);
-	return 2;
-}
-
 static int parse_pids(struct record_opts *o, const char *arg)
 {
 	char *copy = xstrdup(arg), *save = NULL;
 	int ret = 0;
 
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		long pid;
+		int pid;
 
-		if (parse_long(tok, 1, 4194304 /* PID_MAX_LIMIT */, &pid)) {
+		if (parse_pid(tok, &pid)) {
 			ret = -1;
 			break;
 		}
@@ -146,11 +138,11 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		switch (c) {
 		case 'p':
 			if (parse_pids(o, optarg))
-				return usage_error("bad pid list '%s': want PID[,PID...]", optarg);
+				return usage_error(NULL, "bad pid list '%s': want PID[,PID...]", optarg);
 			break;
 		case 'u':
 			if (probe_specs__add_spec(&o->specs, optarg, err, sizeof(err)))
-				return usage_error("%s", err);
+				return usage_error(NULL, "%s", err);
 			break;
 		case 'P':
 			o->packs = xrealloc(o->packs, o->npacks + 1, sizeof(char *));
@@ -159,7 +151,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		case 'd':
 			if (parse_duration(optarg, 1000000000ull, &o->duration_ns) ||
 			    !o->duration_ns)
-				return usage_error("bad duration '%s': want seconds, or 500ms, 2m",
+				return usage_error(NULL, "bad duration '%s': want seconds, or 500ms, 2m",
 						   optarg);
 			break;
 		case 'o':
@@ -167,7 +159,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_MIN_DUR:
 			if (parse_duration(optarg, 1000, &o->min_dur_ns))
-				return usage_error("bad --min-dur '%s': want microseconds, or 50us, 2ms",
+				return usage_error(NULL, "bad --min-dur '%s': want microseconds, or 50us, 2ms",
 						   optarg);
 			break;
 		case OPT_NO_SCHED:
@@ -187,7 +179,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_MAX_SIZE:
 			if (parse_size(optarg, &o->max_size) || o->max_size < 4096)
-				return usage_error("bad --max-size '%s': want bytes of at least 4k, or "
+				return usage_error(NULL, "bad --max-size '%s': want bytes of at least 4k, or "
 						   "with k, M or G (500M)",
 						   optarg);
 			break;
@@ -199,12 +191,12 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_PY_RATE:
 			if (parse_long(optarg, 1, 10000, &hz))
-				return usage_error("bad --py-rate '%s': want 1 to 10000 (Hz)", optarg);
+				return usage_error(NULL, "bad --py-rate '%s': want 1 to 10000 (Hz)", optarg);
 			o->py_hz = hz;
 			break;
 		case OPT_BUFFER_SIZE:
 			if (parse_long(optarg, 1, 1024, &mb) || (mb & (mb - 1)))
-				return usage_error("bad --buffer-size '%s': want a power of two, 1 to "
+				return usage_error(NULL, "bad --buffer-size '%s': want a power of two, 1 to "
 						   "1024 (MB)",
 						   optarg);
 			o->buffer_mb = mb;
@@ -222,23 +214,23 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			printf("tracer %s\n", TRACER_VERSION);
 			exit(0);
 		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
+			return usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			return usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc && !strcmp(argv[optind - 1], "--"))
 		o->cmd = &argv[optind];
 	else if (optind < argc)
-		return usage_error("unexpected argument '%s' (a command to launch goes after --)",
+		return usage_error(NULL, "unexpected argument '%s' (a command to launch goes after --)",
 				   argv[optind]);
 	if (o->cmd && o->npids)
-		return usage_error("%s", "give -p PID or -- COMMAND, not both");
+		return usage_error(NULL, "%s", "give -p PID or -- COMMAND, not both");
 	if (o->system_wide && (o->npids || o->cmd || o->follow))
-		return usage_error("%s", "-a traces every process mapping the probed objects: no -p, "
+		return usage_error(NULL, "%s", "-a traces every process mapping the probed objects: no -p, "
 					 "--follow or command with it");
 	if (!o->npids && !o->cmd && !o->system_wide)
-		return usage_error("%s", "no target: give -p PID, -- COMMAND to launch one, or -a");
+		return usage_error(NULL, "%s", "no target: give -p PID, -- COMMAND to launch one, or -a");
 	return 0;
 }
 

@@ -387,14 +387,6 @@ static void no_match_error(const char *pattern, const char *where,
 	near_names__free(&nr);
 }
 
-static int list_usage_error(const char *fmt, const char *arg)
-{
-	fputs("tracer: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (see tracer list --help)\n", stderr);
-	return 2;
-}
-
 static void print_default_packs(const struct pack_set *set, const struct mapped_object *objs,
 				size_t n)
 {
@@ -424,7 +416,7 @@ int cmd_list(int argc, char **argv)
 	const char *pattern = NULL;
 	char err[512];
 	size_t nobjs, matched = 0;
-	long pid = 0;
+	int pid = 0;
 	int c, ret;
 
 	opterr = 0;
@@ -432,22 +424,22 @@ int cmd_list(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_long(optarg, 1, 4194304 /* PID_MAX_LIMIT */, &pid))
-				return list_usage_error("bad pid '%s': want a process id", optarg);
+			if (parse_pid(optarg, &pid))
+				return usage_error("list", "bad pid '%s': want a process id", optarg);
 			break;
 		case 'h':
 			fputs(list_usage, stdout);
 			return 0;
 		case ':':
-			return list_usage_error("option '%s' needs a value", argv[optind - 1]);
+			return usage_error("list", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return list_usage_error("unknown option '%s'", argv[optind - 1]);
+			return usage_error("list", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (!pid && optind >= argc)
-		return list_usage_error("%s", "nothing to list: give -p PID or a BINARY");
+		return usage_error("list", "nothing to list: give -p PID or a BINARY");
 	if (argc - optind > (pid ? 1 : 2))
-		return list_usage_error("unexpected argument '%s'", argv[argc - 1]);
+		return usage_error("list", "unexpected argument '%s'", argv[argc - 1]);
 
 	if (pid) {
 		if (target__open(pid, &t, err, sizeof(err))) {
@@ -455,7 +447,7 @@ int cmd_list(int argc, char **argv)
 			return 1;
 		}
 		if (!t.nobjs) {
-			pr_err("cannot read the files pid %ld maps (%s)%s", pid, t.comm,
+			pr_err("cannot read the files pid %d maps (%s)%s", pid, t.comm,
 			       geteuid() ? ": run as root" : "");
 			target__close(&t);
 			return 1;
@@ -505,12 +497,12 @@ int cmd_list(int argc, char **argv)
 		char where[64 + sizeof(t.comm)];
 
 		if (pid)
-			snprintf(where, sizeof(where), "pid %ld (%s)", pid, t.comm);
+			snprintf(where, sizeof(where), "pid %d (%s)", pid, t.comm);
 		no_match_error(pattern, pid ? where : file.path, rows, nobjs);
 		goto out;
 	}
 	if (pid)
-		printf("pid %ld (%s): %zu objects; ", pid, t.comm, nobjs);
+		printf("pid %d (%s): %zu objects; ", pid, t.comm, nobjs);
 	else
 		printf("%s: ", file.path);
 	print_default_packs(&set, objs, nobjs);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "record/consumer.h"
 #include "record/target.h"
+#include "util/proc.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -75,30 +76,13 @@ static struct thread *thread_of(struct consumer *c, uint32_t pid, uint32_t tid)
 	return t;
 }
 
-static char proc_state(int pid, int tid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 void consumer__add_thread(struct consumer *c, int pid, int tid, uint64_t ts)
 {
 	struct thread *t = thread_of(c, pid, tid);
+	struct proc_stat ps;
 
-	thread__set_state(t, thread_state__from_proc(proc_state(pid, tid)), ts);
+	thread__set_state(t, thread_state__from_proc(proc_stat__read(pid, tid, &ps) ? 0 : ps.state),
+			  ts);
 }
 
 /* The span's "args" members: the spec's captured arguments and return value, in its order. */

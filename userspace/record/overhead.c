@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "record/overhead.h"
 #include "record/attach.h"
+#include "util/proc.h"
 #include "util/util.h"
 
 #include <bpf/bpf.h>
@@ -361,29 +362,12 @@ static int calibrate(struct overhead_cal *cal, bool multi)
 
 static int read_cpu_ns(int pid, uint64_t *ns)
 {
-	static long tick;
-	unsigned long long ut, st;
-	char path[64], buf[1024], *p;
-	int fd, n;
+	struct proc_stat ps;
+	int err = proc_stat__read(pid, 0, &ps);
 
-	if (!tick)
-		tick = sysconf(_SC_CLK_TCK);
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	/* the fields after comm: state is field 3, utime 14, stime 15 */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			 &st) != 2)
-		return -EIO;
-	*ns = (ut + st) * (1000000000ULL / tick);
-	return 0;
+	if (!err)
+		*ns = proc_stat__cpu_ns(&ps);
+	return err;
 }
 
 int overhead__start(struct overhead *o, const int *pids, size_t npids, bool multi)

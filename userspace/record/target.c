@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record/target.h"
+#include "util/proc.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -12,38 +13,6 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-
-static int read_stat(int pid, unsigned long long *start_time, char comm[16], char *state)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v = 0;
-	ssize_t n;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = 0;
-	/* comm may hold spaces and parentheses: it ends at the last ')' */
-	p = strrchr(buf, ')');
-	if (!p || !strchr(buf, '('))
-		return -EINVAL;
-	if (comm)
-		snprintf(comm, 16, "%.*s", (int)(p - strchr(buf, '(') - 1), strchr(buf, '(') + 1);
-	if (state)
-		*state = p[1] == ' ' ? p[2] : '?';
-	for (field = 3, p += 2; *p && field < 22; p++)
-		field += *p == ' ';
-	if (field != 22 || sscanf(p, "%llu", &v) != 1)
-		return -EINVAL;
-	*start_time = v;
-	return 0;
-}
 
 void target__thread_name(int pid, int tid, char name[16])
 {
@@ -137,8 +106,8 @@ int target__read_maps(struct target *t)
 
 int target__open(int pid, struct target *t, char *err, size_t errlen)
 {
-	unsigned long long again;
-	char exe[64], state, safe[80];
+	struct proc_stat ps, again;
+	char exe[64], safe[80];
 	struct stat st;
 	int ret;
 
@@ -149,12 +118,14 @@ int target__open(int pid, struct target *t, char *err, size_t errlen)
 		snprintf(err, errlen, "bad pid %d: give the pid of a running process", pid);
 		return -EINVAL;
 	}
-	ret = read_stat(pid, &t->start_time, t->comm, &state);
+	ret = proc_stat__read(pid, 0, &ps);
 	if (ret) {
 		snprintf(err, errlen, "no process with pid %d (is it still running? try pidof)", pid);
 		return -ESRCH;
 	}
-	if (state == 'Z' || state == 'X') {
+	t->start_time = ps.start_time;
+	memcpy(t->comm, ps.comm, sizeof(t->comm));
+	if (ps.state == 'Z' || ps.state == 'X') {
 		snprintf(err, errlen, "pid %d (%s) has exited: a zombie its parent has not reaped; "
 				      "nothing to trace", pid, printable(t->comm, safe, sizeof(safe)));
 		return -ESRCH;
@@ -171,7 +142,7 @@ int target__open(int pid, struct target *t, char *err, size_t errlen)
 	}
 	/* The pidfd pins the process the start time was read from, unless the pid was reused
 	 * between the two reads: check again. */
-	if (read_stat(pid, &again, NULL, NULL) || again != t->start_time) {
+	if (proc_stat__read(pid, 0, &again) || again.start_time != t->start_time) {
 		snprintf(err, errlen, "process %d exited while tracer attached", pid);
 		target__close(t);
 		return -ESRCH;
@@ -194,17 +165,16 @@ int target__open(int pid, struct target *t, char *err, size_t errlen)
 
 bool target__alive(const struct target *t)
 {
-	unsigned long long st;
-	char state;
+	struct proc_stat ps;
 
 	if (t->pidfd < 0)
 		return false;
 	/* pidfd_send_signal with signal 0 fails with ESRCH once the process has exited */
 	if (syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0))
 		return false;
-	if (read_stat(t->pid, &st, NULL, &state) || st != t->start_time)
+	if (proc_stat__read(t->pid, 0, &ps) || ps.start_time != t->start_time)
 		return false;
-	return state != 'Z' && state != 'X';
+	return ps.state != 'Z' && ps.state != 'X';
 }
 
 void target__close(struct target *t)

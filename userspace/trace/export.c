@@ -243,14 +243,6 @@ static const char export_usage[] =
 	"  tracer export run.json --csv | duckdb -c \"SELECT name, quantile_cont(dur_ns, 0.99)\n"
 	"      FROM read_csv_auto('/dev/stdin') GROUP BY name\"\n";
 
-static int export_usage_error(const char *fmt, const char *arg)
-{
-	fputs("tracer: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (see tracer export --help)\n", stderr);
-	return 2;
-}
-
 int cmd_export(int argc, char **argv)
 {
 	enum { OPT_JSONL = 256, OPT_CSV };
@@ -275,8 +267,7 @@ int cmd_export(int argc, char **argv)
 		case OPT_JSONL:
 		case OPT_CSV:
 			if (fmt && fmt != ch)
-				return export_usage_error("%s",
-							  "--jsonl and --csv exclude each other");
+				return usage_error("export", "--jsonl and --csv exclude each other");
 			fmt = ch;
 			break;
 		case 'o':
@@ -286,17 +277,17 @@ int cmd_export(int argc, char **argv)
 			fputs(export_usage, stdout);
 			return 0;
 		case ':':
-			return export_usage_error("option '%s' needs a value", argv[optind - 1]);
+			return usage_error("export", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return export_usage_error("unknown option '%s'", argv[optind - 1]);
+			return usage_error("export", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind == argc)
-		return export_usage_error("%s", "no trace given: tracer export TRACE.json --jsonl");
+		return usage_error("export", "no trace given: tracer export TRACE.json --jsonl");
 	if (optind + 1 < argc)
-		return export_usage_error("unexpected argument '%s'", argv[optind + 1]);
+		return usage_error("export", "unexpected argument '%s'", argv[optind + 1]);
 	if (!fmt)
-		return export_usage_error("%s", "say which format: --jsonl or --csv");
+		return usage_error("export", "say which format: --jsonl or --csv");
 	in = argv[optind];
 
 	ret = learn_names(in, &names, err, sizeof(err));

@@ -253,7 +253,7 @@ static int cmp_i64(const void *a, const void *b)
 static void assign_ids(struct input *in, size_t n, bool one_boot)
 {
 	struct idmap used = { 0 };
-	int64_t next = 4194305; /* past PID_MAX_LIMIT: plainly not a real tid */
+	int64_t next = PID_MAX_LIMIT + 1; /* plainly not a real tid */
 
 	for (size_t i = 0; i < n; i++)
 		for (size_t s = 0; s < in[i].ids.cap; s++)
@@ -704,14 +704,6 @@ static const char merge_usage[] =
 	"Example:\n"
 	"  tracer merge decode-host.json infer-host.json -o all.json\n";
 
-static int merge_usage_error(const char *fmt, const char *arg)
-{
-	fputs("tracer: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (see tracer merge --help)\n", stderr);
-	return 2;
-}
-
 int cmd_merge(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -735,16 +727,16 @@ int cmd_merge(int argc, char **argv)
 			fputs(merge_usage, stdout);
 			return 0;
 		case ':':
-			return merge_usage_error("option '%s' needs a value", argv[optind - 1]);
+			return usage_error("merge", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return merge_usage_error("unknown option '%s'", argv[optind - 1]);
+			return usage_error("merge", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind == argc)
-		return merge_usage_error("%s", "no traces given: tracer merge A.json B.json -o "
+		return usage_error("merge", "no traces given: tracer merge A.json B.json -o "
 					       "ALL.json");
 	if (!out)
-		return merge_usage_error("%s", "no output given: add -o ALL.json");
+		return usage_error("merge", "no output given: add -o ALL.json");
 	n = argc - optind;
 	in = xcalloc(n, sizeof(*in));
 	for (size_t i = 0; i < n; i++) {

@@ -151,6 +151,28 @@ int parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+int parse_pid(const char *s, int *pid)
+{
+	long v;
+	int err = parse_long(s, 1, PID_MAX_LIMIT, &v);
+
+	if (!err)
+		*pid = v;
+	return err;
+}
+
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("tracer: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see tracer %s%s--help)\n", cmd ? cmd : "", cmd ? " " : "");
+	return 2;
+}
+
 const char *fmt_duration(uint64_t ns, char *buf, size_t len)
 {
 	static const struct {

@@ -31,6 +31,16 @@ int parse_size(const char *s, uint64_t *bytes);
 /* A whole number in [min, max]. 0 or -EINVAL / -ERANGE. */
 int parse_long(const char *s, long min, long max, long *out);
 
+/* The kernel's largest possible pid (include/linux/threads.h). */
+#define PID_MAX_LIMIT 4194304
+/* A process id, 1..PID_MAX_LIMIT. 0 or -EINVAL / -ERANGE. */
+int parse_pid(const char *s, int *pid);
+
+/* A command-line mistake, the same way for every command:
+ * "tracer: <message> (see tracer [cmd] --help)". Returns 2, the exit status of a usage error.
+ * cmd is the subcommand, or NULL for tracer's own (record) options. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Formats a duration with a unit that keeps 3-4 significant digits: "12.3ms". */
 const char *fmt_duration(uint64_t ns, char *buf, size_t len);
 
