@@ -18,6 +18,8 @@
 #include "analyze/sketch.h"
 #include "analyze/stages.h"
 
+#include <uthash.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +40,7 @@ struct report_group {
 	char cat[32]; /* by name: the category of its first span */
 	uint64_t count, total_ns;
 	struct sketch sketch;
+	UT_hash_handle hh; /* in the report's table of groups */
 };
 
 struct report {
@@ -59,6 +62,8 @@ struct report {
 
 /* Reads path and computes everything. 0, or -errno with err filled ("FILE:LINE: what"). */
 int report__run(struct report *r, const struct report_opts *o, char *err, size_t errlen);
+/* "name", "category", "thread", "stage": 0 or -EINVAL. */
+int report_by__parse(const char *s, enum report_by *by);
 void report__print(FILE *f, const struct report *r, const struct report_opts *o);
 void report__free(struct report *r);
 

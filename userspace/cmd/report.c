@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/* tracer report: options, usage, one call into analyze/report. */
+#include "analyze/report.h"
+#include "analyze/report_html.h"
+#include "cmd/commands.h"
+#include "trace/trace_reader.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char report_usage[] =
+	"Usage: tracer report TRACE.json[.gz] [--top N] [--by name|category|thread|stage]\n"
+	"                     [--min-dur DUR] [--csv|--json] [--html FILE]\n"
+	"\n"
+	"Where the time went in a recording: per span name (or category, thread, stage) the\n"
+	"count, total, mean, min, max and p50/p90/p95/p99/p99.9 durations, largest total first;\n"
+	"the pipeline's stages (threads grouped by name, trailing indices folded: decode-0,\n"
+	"decode-1 -> decode[*]) with their shares of running, runnable, waiting in queue spans,\n"
+	"blocked and idle time; and a verdict line starting 'bottleneck:'. Percentiles come from\n"
+	"a quantile sketch within 1% (relative). Memory stays bounded whatever the file's size.\n"
+	"\n"
+	"  --top N          rows to show (default 20 in the table, all with --csv/--json; 0: all)\n"
+	"  --by KEY         group spans by name (default), category, thread or stage\n"
+	"  --min-dur DUR    leave out spans shorter than DUR (microseconds, or 50us, 2ms)\n"
+	"  --csv            the span table as CSV\n"
+	"  --json           everything as one JSON object (groups, stages, threads, verdict)\n"
+	"  --html FILE      also write the report as one self-contained HTML page: a chart of\n"
+	"                   each stage's time, a latency histogram per group, the verdict\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"Examples:\n"
+	"  tracer report run.json.gz\n"
+	"  tracer report run.json --by stage --min-dur 1ms\n"
+	"  tracer report run.json --json > report.json\n"
+	"  tracer report run.json --html report.html\n";
+
+static int report__write_html(const char *path, const struct report *r,
+			      const struct report_opts *o)
+{
+	FILE *f = fopen(path, "w");
+	int err;
+
+	if (!f) {
+		err = -errno;
+		goto out;
+	}
+	err = report_html__write(f, r, o);
+	if (fclose(f) && !err)
+		err = -errno;
+out:
+	if (err)
+		pr_err("cannot write %s: %s", path, strerror(-err));
+	return err;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	enum { OPT_TOP = 256, OPT_BY, OPT_MIN_DUR, OPT_CSV, OPT_JSON, OPT_HTML };
+	static const struct option longopts[] = {
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ "by", required_argument, NULL, OPT_BY },
+		{ "min-dur", required_argument, NULL, OPT_MIN_DUR },
+		{ "csv", no_argument, NULL, OPT_CSV },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "html", required_argument, NULL, OPT_HTML },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct report_opts o = { .top = -1 };
+	struct report r;
+	char err[1024];
+	bool csv = false, json = false;
+	const char *html = NULL;
+	int ch, ret;
+
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case OPT_TOP:
+			if (parse_long(optarg, 0, LONG_MAX, &o.top))
+				return usage_error("report", "bad --top '%s': want a number of rows",
+							  optarg);
+			break;
+		case OPT_BY:
+			if (report_by__parse(optarg, &o.by))
+				return usage_error("report", "bad --by '%s': want name, category, "
+							  "thread or stage",
+							  optarg);
+			break;
+		case OPT_MIN_DUR:
+			if (parse_duration(optarg, 1000, &o.min_dur_ns))
+				return usage_error("report", "bad --min-dur '%s': want "
+							  "microseconds, or 50us, 2ms",
+							  optarg);
+			break;
+		case OPT_CSV:
+			csv = true;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case OPT_HTML:
+			html = optarg;
+			break;
+		case 'h':
+			fputs(report_usage, stdout);
+			return 0;
+		case ':':
+			return usage_error("report", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("report", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (csv && json)
+		return usage_error("report", "--csv and --json exclude each other");
+	o.format = csv ? FMT_CSV : json ? FMT_JSON : FMT_TABLE;
+	if (optind == argc)
+		return usage_error("report", "no trace given: tracer report TRACE.json");
+	if (optind + 1 < argc)
+		return usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
+	o.path = argv[optind];
+
+	ret = report__run(&r, &o, err, sizeof(err));
+	if (ret) {
+		pr_err("%s", err);
+		report__free(&r);
+		return 1;
+	}
+	if (r.truncated)
+		pr_warn("%s ends before its closing bracket (recording killed?): reporting the "
+			"complete events before the cut",
+			o.path);
+	if (r.oversized)
+		pr_warn("%" PRIu64 " events larger than %u MB were skipped", r.oversized,
+			TR_MAX_VALUE >> 20);
+	if (r.ignored_be)
+		pr_warn("%" PRIu64 " B/E events ignored: only complete (X) events are counted",
+			r.ignored_be);
+	if (r.approx)
+		pr_warn("the file's events are far out of order: queue waits of %" PRIu64
+			" spans are approximate",
+			r.approx);
+	report__print(stdout, &r, &o);
+	if (html && report__write_html(html, &r, &o)) {
+		report__free(&r);
+		return 1;
+	}
+	report__free(&r);
+	if (fflush(stdout) || ferror(stdout)) {
+		pr_err("cannot write the report: %s", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
