@@ -79,3 +79,24 @@ def test_help(tmp):
     assert rc == 2, (rc, err)
     line = one_line(err)
     assert "no command 'rpeort'" in line and "did you mean: report" in line, line
+
+
+def test_unreadable_packs_folder(tmp):
+    """A packs folder that cannot be read is named as such, never as "no pack matches"."""
+    missing = os.path.join(tmp, "no-such-packs")
+    env = dict(os.environ, TRACER_PROBES=missing)
+    for args in (["packs"], ["list", lib.target("pipeline")]):
+        p = subprocess.run([lib.TRACER, *args], capture_output=True, text=True, env=env)
+        assert p.returncode == 1, (args, p)
+        assert f"cannot read the probe packs folder {missing}" in one_line(p.stderr), args
+    pl, pid = start_pipeline("--frames", "1")
+    out = os.path.join(tmp, "t.json")
+    p = subprocess.run([lib.TRACER, "-p", str(pid), "-d", "0.3", "-o", out],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert f"cannot read the probe packs folder {missing}" in p.stderr, p.stderr
+    assert "no probe pack matches" not in p.stderr, p.stderr
+    lib.load_trace(out)
+    sigusr1(pid)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* `tracer packs [-p PID]`: the probe packs, what each is for, and which a process gets. */
 #include "cmd/commands.h"
-#include "probe/list.h"
+#include "cmd/pid_options.h"
+#include "probe/packs.h"
 #include "util/util.h"
 
 #include <getopt.h>
@@ -44,34 +45,15 @@ static void print_wrapped(const char *text, int indent)
 
 int cmd_packs(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct target t = { .pidfd = -1 };
 	struct pack_set set = { 0 };
 	char err[512];
-	int c, namew = 4, ret = 1;
-	int pid = 0;
+	int namew = 4, pid = 0, ret;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (parse_pid(optarg, &pid))
-				return usage_error("packs", "bad pid '%s': want a process id", optarg);
-			break;
-		case 'h':
-			fputs(packs_usage, stdout);
-			return 0;
-		case ':':
-			return usage_error("packs", "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("packs", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
+	ret = pid_options__parse(argc, argv, "packs", packs_usage, &pid);
+	if (ret >= 0)
+		return ret;
+	ret = 1;
 	if (optind < argc)
 		return usage_error("packs", "unexpected argument '%s'", argv[optind]);
 	if (pid && target__open(pid, &t, err, sizeof(err))) {
@@ -96,7 +78,7 @@ int cmd_packs(int argc, char **argv)
 	printf("\n");
 	for (size_t i = 0; i < set.cnt; i++) {
 		const struct probe_pack *p = &set.packs[i];
-		bool used = pid && pack__applies(p, t.objs, t.nobjs);
+		bool used = pid && probe_pack__applies(p, t.objs, t.nobjs);
 		char when[512];
 		int n = 0;
 

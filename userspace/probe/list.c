@@ -1,47 +1,23 @@
 // SPDX-License-Identifier: MIT
-/* `tracer list -p PID [PATTERN]`, `tracer list BINARY [PATTERN]`: the functions tracer can
- * probe in each object, what an entry probe on each costs (from its first instruction), and
- * which packs would probe it. */
-#include "cmd/commands.h"
+/* The catalogue behind `tracer list`: the functions tracer can probe in each object, what an
+ * entry probe on each costs (from its first instruction), and which packs would probe it. */
 #include "elf/demangle.h"
 #include "elf/elf_syms.h"
 #include "elf/insn.h"
 #include "probe/list.h"
+#include "probe/packs.h"
 #include "elf/usdt.h"
 #include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const char list_usage[] =
-	"Usage: tracer list -p PID [PATTERN]\n"
-	"       tracer list BINARY [PATTERN]\n"
-	"\n"
-	"Lists the functions tracer can probe in each ELF object a process maps (or in one file),\n"
-	"with the cost of an entry probe on each and the packs that would probe it. PATTERN is a\n"
-	"glob over function names; C++ names match demangled too, with or without parameters.\n"
-	"USDT probes (<sys/sdt.h>) are listed after the functions; PATTERN usdt:PROVIDER:NAME\n"
-	"(globs) lists only them.\n"
-	"\n"
-	"  -p, --pid PID   the objects process PID maps (reading them needs root)\n"
-	"  -h, --help      this text\n"
-	"\n"
-	"The cost per hit depends on the function's first instruction: the kernel emulates a few\n"
-	"(push, nop, jumps: about 0.7us), turns a 5-byte nop into a call (about 0.5us), and runs\n"
-	"anything else out of line with a second trap (about 10us). A return probe adds 0.5us.\n"
-	"\n"
-	"Examples:\n"
-	"  sudo tracer list -p $(pidof ffmpeg) 'avcodec_*'\n"
-	"  tracer list ./inference 'onnx::*::Compute'\n"
-	"  tracer list /usr/bin/python3.11 'usdt:python:gc*'\n";
 
 /* Costs measured on kernel 6.18 (shared/targets.md); the calibration in overhead.c measures
  * the machine at hand when recording. */
@@ -63,55 +39,6 @@ enum insn_class list__first_insn(int fd, uint64_t offset)
 	ssize_t n = pread(fd, code, sizeof(code), offset);
 
 	return insn__classify(code, n > 0 ? n : 0);
-}
-
-bool pack__applies(const struct probe_pack *pack, const struct mapped_object *objs, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		for (size_t w = 0; w < pack->when_cnt; w++)
-			if (!fnmatch(pack->when_maps[w], objs[i].base, 0))
-				return true;
-	return false;
-}
-
-int pack_set__load(struct pack_set *set, char *err, size_t errlen)
-{
-	struct probe_pack *all = NULL;
-	int n = probe_pack__list(&all);
-
-	memset(set, 0, sizeof(*set));
-	if (n < 0) {
-		snprintf(err, errlen,
-			 "cannot read the probe packs folder %s: %s (set TRACER_PROBES to it)",
-			 probe_pack__dir(), strerror(-n));
-		return n;
-	}
-	set->packs = xcalloc(n, sizeof(*set->packs));
-	set->specs = xcalloc(n, sizeof(*set->specs));
-	for (int i = 0; i < n; i++) {
-		char msg[512];
-
-		/* listed packs parsed once already; one that changed since is left out */
-		if (probe_pack__load(all[i].path, &set->packs[set->cnt], &set->specs[set->cnt], msg,
-				     sizeof(msg)))
-			pr_warn("%s", msg);
-		else
-			set->cnt++;
-		probe_pack__free(&all[i]);
-	}
-	free(all);
-	return 0;
-}
-
-void pack_set__free(struct pack_set *set)
-{
-	for (size_t i = 0; i < set->cnt; i++) {
-		probe_pack__free(&set->packs[i]);
-		probe_specs__free(&set->specs[i]);
-	}
-	free(set->packs);
-	free(set->specs);
-	memset(set, 0, sizeof(*set));
 }
 
 struct row {
@@ -320,43 +247,6 @@ static size_t print_usdt(const struct object_rows *objs, size_t n, const char *p
 	return found;
 }
 
-/* A file named on the command line, as the one object to list. */
-static int object_from_file(const char *arg, struct mapped_object *o)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	const char *slash;
-
-	/* a bare name that is not in the current folder: look it up like a shell */
-	if (!strchr(arg, '/') && stat(arg, &st)) {
-		const char *env = getenv("PATH");
-		char *dirs = xstrdup(env ? env : "/usr/bin:/bin"), *save = NULL;
-		bool found = false;
-
-		for (char *d = strtok_r(dirs, ":", &save); d && !found;
-		     d = strtok_r(NULL, ":", &save)) {
-			snprintf(path, sizeof(path), "%s/%s", *d ? d : ".", arg);
-			found = !access(path, X_OK) && !stat(path, &st) && S_ISREG(st.st_mode);
-		}
-		free(dirs);
-		if (!found)
-			return -ENOENT;
-	} else {
-		snprintf(path, sizeof(path), "%s", arg);
-	}
-	if (stat(path, &st))
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	slash = strrchr(path, '/');
-	o->path = xstrdup(path);
-	o->open_path = xstrdup(path);
-	o->base = xstrdup(slash ? slash + 1 : path);
-	o->dev = st.st_dev;
-	o->ino = st.st_ino;
-	return 0;
-}
-
 /* PATTERN matched nothing: one line naming near functions, or how to see them all. Reads the
  * symbols again: this is the error path only. */
 static void no_match_error(const char *pattern, const char *where,
@@ -394,7 +284,7 @@ static void print_default_packs(const struct pack_set *set, const struct mapped_
 
 	printf("packs used with no -u/-P:");
 	for (size_t i = 0; i < set->cnt; i++) {
-		if (!pack__applies(&set->packs[i], objs, n))
+		if (!probe_pack__applies(&set->packs[i], objs, n))
 			continue;
 		printf("%s %s", any ? "," : "", set->packs[i].name);
 		any = true;
@@ -402,77 +292,15 @@ static void print_default_packs(const struct pack_set *set, const struct mapped_
 	printf("%s\n", any ? "" : " none");
 }
 
-int cmd_list(int argc, char **argv)
+int list__print(const struct mapped_object *objs, size_t nobjs, const char *file,
+		const char *where, const char *pattern)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct mapped_object file = { 0 }, *objs;
 	struct object_rows *rows = NULL;
-	struct target t = { .pidfd = -1 };
 	struct pack_set set = { 0 };
-	const char *pattern = NULL;
+	size_t matched = 0;
 	char err[512];
-	size_t nobjs, matched = 0;
-	int pid = 0;
-	int c, ret;
+	int ret = -1;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (parse_pid(optarg, &pid))
-				return usage_error("list", "bad pid '%s': want a process id", optarg);
-			break;
-		case 'h':
-			fputs(list_usage, stdout);
-			return 0;
-		case ':':
-			return usage_error("list", "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("list", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (!pid && optind >= argc)
-		return usage_error("list", "nothing to list: give -p PID or a BINARY");
-	if (argc - optind > (pid ? 1 : 2))
-		return usage_error("list", "unexpected argument '%s'", argv[argc - 1]);
-
-	if (pid) {
-		if (target__open(pid, &t, err, sizeof(err))) {
-			pr_err("%s", err);
-			return 1;
-		}
-		if (!t.nobjs) {
-			pr_err("cannot read the files pid %d maps (%s)%s", pid, t.comm,
-			       geteuid() ? ": run as root" : "");
-			target__close(&t);
-			return 1;
-		}
-		objs = t.objs;
-		nobjs = t.nobjs;
-	} else {
-		ret = object_from_file(argv[optind], &file);
-		if (ret) {
-			if (ret == -EINVAL)
-				pr_err("%s is not a regular file: give an executable or a shared "
-				       "library", argv[optind]);
-			else
-				pr_err("no such file: %s (give a path to an executable or a shared "
-				       "library)", argv[optind]);
-			return 1;
-		}
-		optind++;
-		objs = &file;
-		nobjs = 1;
-	}
-	if (optind < argc)
-		pattern = argv[optind];
-
-	ret = 1;
 	if (pack_set__load(&set, err, sizeof(err))) {
 		pr_err("%s", err);
 		goto out;
@@ -484,27 +312,22 @@ int cmd_list(int argc, char **argv)
 		matched += rows[i].cnt;
 	}
 	matched += print_usdt(rows, nobjs, pattern, false);
-	if (!pid && rows[0].err) {
-		pr_err("cannot read %s: %s", file.path,
+	if (file && rows[0].err) {
+		pr_err("cannot read %s: %s", file,
 		       rows[0].err == -ENOEXEC ? "not an ELF file" : strerror(-rows[0].err));
 		goto out;
 	}
-	if (!pid && !rows[0].nsyms && !matched) {
-		pr_err("%s has no function symbols (stripped): nothing to probe in it", file.path);
+	if (file && !rows[0].nsyms && !matched) {
+		pr_err("%s has no function symbols (stripped): nothing to probe in it", file);
 		goto out;
 	}
 	if (pattern && !matched) {
-		char where[64 + sizeof(t.comm)];
-
-		if (pid)
-			snprintf(where, sizeof(where), "pid %d (%s)", pid, t.comm);
-		no_match_error(pattern, pid ? where : file.path, rows, nobjs);
+		no_match_error(pattern, where, rows, nobjs);
 		goto out;
 	}
-	if (pid)
-		printf("pid %d (%s): %zu objects; ", pid, t.comm, nobjs);
-	else
-		printf("%s: ", file.path);
+	printf("%s: ", where);
+	if (!file)
+		printf("%zu objects; ", nobjs);
 	print_default_packs(&set, objs, nobjs);
 	printf("COST: of an entry probe per hit, on kernel 6.18; a return probe adds 0.5us\n");
 	print_rows(rows, nobjs, pattern);
@@ -515,9 +338,5 @@ out:
 		object_rows__free(&rows[i]);
 	free(rows);
 	pack_set__free(&set);
-	target__close(&t);
-	free(file.path);
-	free(file.base);
-	free(file.open_path);
 	return ret;
 }

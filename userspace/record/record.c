@@ -4,6 +4,7 @@
 #include "record/consumer.h"
 #include "record/launch.h"
 #include "record/overhead.h"
+#include "probe/packs.h"
 #include "probe/resolve.h"
 #include "python/py_record.h"
 #include "record/status.h"
@@ -99,15 +100,14 @@ static int open_targets(struct recording *r)
 	return 0;
 }
 
+/* Whether the pack is used by default for one of the targets. */
 static bool pack_applies(const struct probe_pack *pack, const struct recording *r)
 {
 	const struct tracked *t = &r->tracked;
 
 	for (size_t k = 0; k < t->ntargets; k++)
-		for (size_t i = 0; i < t->targets[k].nobjs; i++)
-			for (size_t w = 0; w < pack->when_cnt; w++)
-				if (!fnmatch(pack->when_maps[w], t->targets[k].objs[i].base, 0))
-					return true;
+		if (probe_pack__applies(pack, t->targets[k].objs, t->targets[k].nobjs))
+			return true;
 	return false;
 }
 
@@ -175,6 +175,11 @@ static int choose_specs(struct recording *r)
 		return -EINVAL;
 	}
 	n = probe_pack__list(&all);
+	if (n < 0) {
+		pr_warn("cannot read the probe packs folder %s: %s (set TRACER_PROBES to it): "
+			"recording the scheduler only", probe_pack__dir(), strerror(-n));
+		return 0;
+	}
 	for (int i = 0; i < n; i++) {
 		if (pack_applies(&all[i], r) &&
 		    !probe_pack__load(all[i].path, &pack, &o->specs, r->err, sizeof(r->err))) {
