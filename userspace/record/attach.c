@@ -14,9 +14,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* libbpf 1.1 and its headers predate uprobe_multi (kernel 6.6): the attach type and the
- * BPF_LINK_CREATE layout are spelled out here. */
-#define TRACE_UPROBE_MULTI 48
+/* libbpf 1.1 and its headers predate uprobe_multi (kernel 6.6): the BPF_LINK_CREATE layout is
+ * spelled out here. */
 #define UPROBE_MULTI_RETURN 1
 
 struct link_create_uprobe_multi {

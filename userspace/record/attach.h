@@ -9,6 +9,9 @@
 
 #include <stdbool.h>
 
+/* BPF_TRACE_UPROBE_MULTI (kernel 6.6): libbpf 1.1's headers predate it. */
+#define TRACE_UPROBE_MULTI 48
+
 struct bpf_program;
 struct bpf_link;
 

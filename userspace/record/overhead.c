@@ -16,7 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define TRACE_UPROBE_MULTI 48 /* libbpf 1.1's headers predate uprobe_multi (see attach.c) */
 #define SAMPLE_EVERY_NS 20000000ULL /* a target that exits keeps what was read last */
 /* The BPF statistics cost each program run two clock reads (about 15% of an empty uprobe's
  * cost here): they are on for a window of every period, and the mean run time they measure is

@@ -10,6 +10,7 @@
 #define TRACER_TRACE_READER_H
 
 #include "trace/ftrace_line.h"
+#include "trace/json_value.h" /* for the callers that read an event's members */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,18 +72,5 @@ uint64_t trace_reader__oversized(const struct trace_reader *r);
 /* No "traceEvents" array and no top-level array were seen (call at the end). */
 bool trace_reader__no_events(const struct trace_reader *r);
 void trace_reader__close(struct trace_reader *r);
-
-/* A JSON number of microseconds as exact nanoseconds (rounded half away from zero at 1 ns).
- * 0 or -EINVAL. */
-int json_us_to_ns(const char *s, size_t len, int64_t *ns);
-/* Decodes the JSON string literal at s (starting at its quote) into out (at most outlen-1
- * bytes, NUL-terminated). Returns the bytes of s consumed, or 0 if it is not a string. */
-size_t json_unescape(const char *s, size_t len, char *out, size_t outlen);
-/* The length of the JSON value at s (after leading white space is skipped by the caller), or
- * 0 if it is malformed or cut short. */
-size_t json_value_len(const char *s, size_t len);
-/* Looks up key in the JSON object at s and returns where its value starts (length in *vlen),
- * or NULL. Only the object's own keys are searched. */
-const char *json_object_get(const char *s, size_t len, const char *key, size_t *vlen);
 
 #endif

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+/* The end of a recording: spans still open, the metadata, what tracing cost, the last
+ * lines. */
+#include "record/recording.h"
+#include "util/util.h"
+#include "tracer.skel.h"
+
+#include <bpf/bpf.h>
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* kernel 6.9: a pidfd for a thread */
+#endif
+
+/* Calls still in progress when recording stopped: their frames are still in task storage. */
+static void close_open_spans(struct recording *r)
+{
+	int map_fd = bpf_map__fd(r->skel->maps.stacks);
+	char path[64];
+
+	for (size_t i = 0; i < r->consumer.npids; i++) {
+		int pid = r->consumer.pids[i];
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		d = opendir(path);
+		while (d && (de = readdir(d))) {
+			struct span_stack st;
+			int tid = atoi(de->d_name), fd, err;
+
+			if (tid <= 0)
+				continue;
+			fd = syscall(SYS_pidfd_open, tid, tid == pid ? 0 : PIDFD_THREAD);
+			if (fd < 0) {
+				pr_debug("open calls of tid %d: %s", tid, strerror(errno));
+				continue;
+			}
+			err = bpf_map_lookup_elem(map_fd, &fd, &st) ? -errno : 0;
+			pr_debug("open calls of tid %d: %s, depth %u", tid, err ? strerror(-err) : "read", err ? 0 : st.depth);
+			if (!err) {
+				for (__u32 k = 0; k < st.depth && k < MAX_FRAMES; k++) {
+					const struct frame *f = &st.frames[k];
+					struct span_capture_rec s = {
+						.span = {
+							.type = REC_SPAN,
+							.probe_id = f->probe_id,
+							.pid = pid,
+							.tid = tid,
+							.start_ns = f->start_ns,
+							.end_ns = r->end,
+							.depth = k,
+							.flags = SPAN_INCOMPLETE | SPAN_CAPTURE,
+						},
+						.cap = f->cap,
+					};
+					consumer__handle(&r->consumer, &s, sizeof(s));
+				}
+			}
+			close(fd);
+		}
+		if (d)
+			closedir(d);
+	}
+}
+
+static char *metadata_json(struct recording *r, const uint64_t *c)
+{
+	static const char *const counter_names[CNT_MAX] = {
+		[CNT_LOST_SPAN] = "lost_spans",
+		[CNT_LOST_SWITCH] = "lost_sched_switch",
+		[CNT_LOST_WAKEUP] = "lost_sched_wakeup",
+		[CNT_LOST_TASK] = "lost_task_events",
+		[CNT_SPANS] = "spans",
+		[CNT_SHORT_SPANS] = "spans_under_min_dur",
+		[CNT_DEEP_FRAMES] = "calls_too_deep",
+		[CNT_UNMATCHED_RETS] = "unmatched_returns",
+		[CNT_STALE_FRAMES] = "incomplete_no_return",
+		[CNT_EXIT_FRAMES] = "incomplete_thread_exit",
+		[CNT_NO_STORAGE] = "no_task_storage",
+		[CNT_LOST_PY] = "lost_python_reads",
+		[CNT_PY_CHECKS] = "python_reads",
+		[CNT_PY_READS] = "python_reads_changed",
+		[CNT_PY_FAULTS] = "python_reads_unreadable",
+		[CNT_PY_TRUNCATED] = "python_reads_too_deep",
+		[CNT_PY_NS] = "python_read_ns",
+		[CNT_PY_PROBE_NS] = "python_read_at_probes_ns",
+	};
+	cJSON *m = cJSON_CreateObject(), *a, *o;
+	char cmd[4096] = "", num[32];
+	struct utsname u;
+	char *s;
+
+	for (int i = 0; i < cmdline_argc; i++)
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s", i ? " " : "",
+			 cmdline_argv[i]);
+	uname(&u);
+	cJSON_AddStringToObject(m, "tracer_version", TRACER_VERSION);
+	cJSON_AddStringToObject(m, "command_line", cmd);
+	cJSON_AddStringToObject(m, "kernel", u.release);
+	cJSON_AddStringToObject(m, "clock", "CLOCK_MONOTONIC");
+	/* exact integers: a double would round nanoseconds away */
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->t0);
+	cJSON_AddRawToObject(m, "t0_monotonic_ns", num);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->t0_realtime);
+	cJSON_AddRawToObject(m, "t0_realtime_ns", num);
+	cJSON_AddNumberToObject(m, "duration_ns", r->end - r->t0);
+	cJSON_AddStringToObject(m, "stop_reason", r->stop_reason);
+	if (trace_writer__error(r->writer))
+		cJSON_AddStringToObject(m, "write_error",
+					"writing the trace failed; events after the last one in "
+					"traceEvents, and the scheduler text, are missing");
+	cJSON_AddStringToObject(m, "attach", r->multi ? "uprobe_multi" : "uprobe");
+	cJSON_AddNumberToObject(m, "min_dur_ns", r->opts->min_dur_ns);
+	/* every process traced: asked for, followed (--follow) or seen (-a) */
+	a = cJSON_AddArrayToObject(m, "targets");
+	for (size_t i = 0; i < r->consumer.npids; i++) {
+		int pid = r->consumer.pids[i], k = tracked__find(&r->tracked, pid);
+		const struct thread *main_thread = threads__find(&r->consumer.threads, pid);
+
+		o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "pid", pid);
+		cJSON_AddStringToObject(o, "comm", k >= 0		? r->tracked.targets[k].comm
+						   : main_thread ? main_thread->name
+								 : "");
+		cJSON_AddBoolToObject(o, "followed", k < 0 || (size_t)k >= r->primary);
+		cJSON_AddItemToArray(a, o);
+	}
+	a = cJSON_AddArrayToObject(m, "probes");
+	for (size_t i = 0; i < r->tracked.probes.cnt; i++) {
+		const struct probe *p = &r->tracked.probes.v[i];
+
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "object", p->object);
+		cJSON_AddStringToObject(o, "function", p->function);
+		cJSON_AddStringToObject(o, "category", category__name(p->cat));
+		cJSON_AddStringToObject(o, "name", p->name);
+		cJSON_AddNumberToObject(o, "offset", p->offset);
+		cJSON_AddItemToArray(a, o);
+	}
+	o = cJSON_AddObjectToObject(m, "counts");
+	for (int k = 0; k < CNT_MAX; k++)
+		cJSON_AddNumberToObject(o, counter_names[k], c[k]);
+	overhead__add_json(&r->overhead, m);
+	py_record__add_json(&r->py, m, c);
+	s = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	return s;
+}
+
+/* The kind of site a probe traps on, from the first instruction in a file that maps it. */
+static enum insn_class probe_site_class(struct recording *r, const struct probe *p)
+{
+	for (size_t t = 0; t < r->tracked.ntargets; t++)
+		for (size_t i = 0; i < r->tracked.targets[t].nobjs; i++) {
+			const struct mapped_object *o = &r->tracked.targets[t].objs[i];
+
+			if (o->dev != p->dev || o->ino != p->ino)
+				continue;
+			if (!access(o->open_path, R_OK))
+				return overhead__site_class(o->open_path, p->offset);
+			if (!access(o->path, R_OK)) /* the target is gone: its map_files too */
+				return overhead__site_class(o->path, p->offset);
+		}
+	return INSN_STEPPED;
+}
+
+/* BPF run time of tracer's programs, the trap time of the hits, and the targets' CPU time. */
+static void finish_overhead(struct recording *r)
+{
+	uint64_t calls[INSN_CLASS_MAX] = { 0 }, c[CNT_MAX];
+	struct bpf_program *prog;
+	int other[16];
+	size_t nother = 0;
+
+	for (size_t i = 0; i < r->tracked.probes.cnt && i < r->ncalls; i++)
+		if (r->calls_per_probe[i])
+			calls[probe_site_class(r, &r->tracked.probes.v[i])] += r->calls_per_probe[i];
+	bpf_object__for_each_program(prog, r->skel->obj) {
+		/* the Python reads on ticks and switches are counted by BPF itself (below) */
+		if (prog == r->skel->progs.span_enter || prog == r->skel->progs.span_exit ||
+		    prog == r->skel->progs.py_on_tick || prog == r->skel->progs.py_on_switch ||
+		    bpf_program__fd(prog) < 0 || nother == sizeof(other) / sizeof(other[0]))
+			continue;
+		other[nother++] = bpf_program__fd(prog);
+	}
+	overhead__finish(&r->overhead, bpf_program__fd(r->skel->progs.span_enter),
+			 bpf_program__fd(r->skel->progs.span_exit), other, nother, calls, r->returns);
+	recording__read_counters(r, c);
+	r->overhead.python_ns = c[CNT_PY_NS] - c[CNT_PY_PROBE_NS];
+}
+
+/* Detach, recording__drain, close what is open, write the end of the file, print the summary. */
+int recording__finish(struct recording *r)
+{
+	uint64_t counters[CNT_MAX];
+	char *meta;
+	int err;
+
+	/* paused stays paused: nothing new is recorded either way */
+	if (r->skel->bss->phase != PHASE_PAUSED)
+		r->skel->bss->phase = PHASE_DETACHING;
+	attach__detach(&r->tracked.attachment);
+	/* every producer stops before the recording__drain: a busy target's context switches would
+	 * otherwise keep a slow reader draining for as long as the load lasts */
+	for (size_t i = 0; i < r->nsched; i++)
+		bpf_link__destroy(r->sched_links[i]);
+	r->nsched = 0;
+	py_record__stop(&r->py);
+	r->end = now_ns();
+	recording__drain(r);
+	close_open_spans(r);
+	py_record__finish(&r->py, r->end);
+	recording__read_counters(r, counters);
+	recording__mark_losses(r, r->end, counters);
+	finish_overhead(r);
+	threads__finish(&r->consumer.threads, r->end);
+	meta = metadata_json(r, counters);
+	err = trace_writer__close(r->writer, r->end, r->stop_reason, meta ? meta : "{}");
+	r->writer = NULL;
+	free(meta);
+	if (err) {
+		pr_err("writing %s failed: %s; recording stopped there (the file ends at the last "
+		       "event that fit%s)", r->path, strerror(-err),
+		       strstr(r->path, ".gz") ? "; a .gz file may be cut short" : " and is valid");
+		return err;
+	}
+	if (verbosity >= VERB_NORMAL)
+		summary__print(stderr, &r->consumer.summary, &r->consumer.threads, r->end - r->t0,
+			       counters);
+	if (verbosity >= VERB_NORMAL)
+		overhead__print(stderr, &r->overhead);
+	if (verbosity >= VERB_NORMAL)
+		/* the CPU time is the asked-for targets': no share when others were traced too */
+		py_record__print(&r->py, stderr, counters,
+				 r->consumer.npids == r->primary ? r->overhead.target_cpu_ns : 0);
+	pr_info("wrote %s (stopped: %s); open it in ui.perfetto.dev or chrome://tracing", r->path,
+		r->stop_reason);
+	return 0;
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/* Launch mode (tracer -- CMD) and --follow: programs held at their entry point while
+ * they are probed. */
+#include "record/recording.h"
+#include "record/launch.h"
+#include "util/util.h"
+#include "tracer.skel.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+
+/* Launch mode: start the command held at its exec, load the programs, let it run to its entry
+ * point (libraries mapped, none of its code run) and stop it there. */
+int recording__launch(struct recording *r)
+{
+	struct record_opts *o = r->opts;
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct bpf_link *stop;
+	uint64_t entry;
+	char exe[64];
+	int err;
+
+	err = launch__start(o->cmd, &r->launched, r->err, sizeof(r->err));
+	if (err) {
+		pr_err("%s", r->err);
+		return err;
+	}
+	err = launch__entry_offset(r->launched, &entry);
+	if (err) {
+		pr_err("cannot find the entry point of %s: %s", o->cmd[0], strerror(-err));
+		return err;
+	}
+	err = recording__load_bpf(r);
+	if (err)
+		return err;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", r->launched);
+	stop = bpf_program__attach_uprobe_opts(r->skel->progs.stop_at_entry, r->launched, exe,
+					       entry, &uo);
+	if (!stop) {
+		pr_err("cannot stop %s at its entry point: %s", o->cmd[0], strerror(errno));
+		return -errno;
+	}
+	err = launch__run_to_entry(r->launched, r->err, sizeof(r->err));
+	bpf_link__destroy(stop);
+	if (err) {
+		pr_err("%s", r->err);
+		r->launched = 0; /* reaped */
+		return err;
+	}
+	o->pids = xrealloc(o->pids, 1, sizeof(int));
+	o->pids[0] = r->launched;
+	o->npids = 1;
+	return 0;
+}
+
+/* A followed process exec'd (held by SIGSTOP): its new program is probed once the dynamic
+ * loader has mapped its libraries, at its entry point, where it is held again. */
+static void follow_exec(struct recording *r, int pid)
+{
+	int i = tracked__find(&r->tracked, pid);
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct bpf_link *l = NULL;
+	uint64_t entry;
+	__u32 key = pid;
+	__u8 one = 1;
+	char exe[64];
+
+	if (i >= 0) {
+		struct target *t = &r->tracked.targets[i];
+
+		/* the old program's objects are gone: read the new ones from scratch */
+		for (size_t k = 0; k < t->nobjs; k++) {
+			free(t->objs[k].path);
+			free(t->objs[k].base);
+			free(t->objs[k].open_path);
+		}
+		t->nobjs = 0;
+		r->tracked.resolved[i] = 0;
+	}
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+	if (!launch__entry_offset(pid, &entry) &&
+	    !bpf_map__update_elem(r->skel->maps.stop_pids, &key, sizeof(key), &one, 1, BPF_ANY))
+		l = bpf_program__attach_uprobe_opts(r->skel->progs.stop_at_entry, pid, exe, entry,
+						    &uo);
+	if (l) {
+		r->stop_links = xrealloc(r->stop_links, r->nstops + 1, sizeof(*r->stop_links));
+		r->stop_pids = xrealloc(r->stop_pids, r->nstops + 1, sizeof(int));
+		r->stop_links[r->nstops] = l;
+		r->stop_pids[r->nstops++] = pid;
+	} else {
+		pr_warn("pid %d exec'd a program tracer cannot stop at its start: its calls are "
+			"probed from the next scan", pid);
+	}
+	kill(pid, SIGCONT);
+}
+
+/* Probes what a followed process maps now (at its entry point), then lets it go on. */
+static void follow_entry(struct recording *r, int pid)
+{
+	int i = tracked__find(&r->tracked, pid);
+
+	if (i >= 0) {
+		target__read_maps(&r->tracked.targets[i]);
+		if (tracked__attach_new(&r->tracked, false, r->err, sizeof(r->err)) < 0)
+			pr_warn("pid %d: %s", pid, r->err);
+	}
+	for (size_t k = 0; k < r->nstops; k++) {
+		if (r->stop_pids[k] != pid)
+			continue;
+		bpf_link__destroy(r->stop_links[k]);
+		r->stop_links[k] = r->stop_links[--r->nstops];
+		r->stop_pids[k] = r->stop_pids[r->nstops];
+		break;
+	}
+	kill(pid, SIGCONT);
+}
+
+void recording__watch_pidfd(struct recording *r, const struct target *t)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = t->pid };
+
+	if (t->pidfd >= 0)
+		epoll_ctl(r->epfd, EPOLL_CTL_ADD, t->pidfd, &ev);
+}
+
+/* The consumer met a new process: a child (--follow), an exec, an entry point reached. */
+void recording__on_process(void *ctx, const struct task_rec *t)
+{
+	struct recording *r = ctx;
+
+	switch (t->event) {
+	case TASK_NEW:
+		if (!r->opts->follow)
+			return;
+		/* traced already (BPF added it at the fork); it may be gone by now */
+		consumer__add_pid(&r->consumer, t->pid, t->comm);
+		py_record__add_child(&r->py, t->pid, t->parent_pid);
+		if (tracked__add(&r->tracked, t->pid, r->err, sizeof(r->err))) {
+			pr_debug("pid %d: %s", t->pid, r->err);
+			return;
+		}
+		recording__watch_pidfd(r, &r->tracked.targets[r->tracked.ntargets - 1]);
+		break;
+	case TASK_EXEC:
+		if (r->opts->follow)
+			follow_exec(r, t->pid);
+		break;
+	case TASK_SEEN:
+		py_record__add_pid(&r->py, t->pid);
+		break;
+	case TASK_AT_ENTRY:
+		/* the new program's interpreter, if any, is mapped now */
+		py_record__add_pid(&r->py, t->pid);
+		follow_entry(r, t->pid);
+		break;
+	default:
+		break;
+	}
+}

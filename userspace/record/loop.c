@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/* The event loop: the ring buffer, signals, the tick (losses, the size limit, new
+ * libraries), targets exiting, SIGUSR1. */
+#include "record/recording.h"
+#include "util/util.h"
+#include "tracer.skel.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+
+int recording__setup_loop(struct recording *r)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct itimerspec its = { .it_interval = { 0, POLL_MS * 1000000 },
+				  .it_value = { 0, POLL_MS * 1000000 } };
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r->sigfd < 0 || r->timerfd < 0 || r->epfd < 0 ||
+	    timerfd_settime(r->timerfd, 0, &its, NULL))
+		return -errno;
+	ev.data.u64 = (uint64_t)EV_SIGNAL;
+	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev);
+	ev.data.u64 = (uint64_t)EV_TIMER;
+	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev);
+	ev.data.u64 = (uint64_t)EV_RING;
+	epoll_ctl(r->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ev);
+	for (size_t i = 0; i < r->tracked.ntargets; i++)
+		recording__watch_pidfd(r, &r->tracked.targets[i]);
+	return 0;
+}
+
+/* Everything in the ring buffer now, past the consume budget. */
+void recording__drain(struct recording *r)
+{
+	while (ring_buffer__consume(r->rb) == -EAGAIN)
+		;
+}
+
+/* SIGUSR1: pause or resume. While paused, nothing new is recorded; calls in progress still
+ * complete (their returns pop their frames). */
+static void toggle_pause(struct recording *r)
+{
+	bool pause = r->skel->bss->phase == PHASE_RECORDING;
+
+	r->skel->bss->phase = pause ? PHASE_PAUSED : PHASE_RECORDING;
+	recording__drain(r);
+	consumer__pause(&r->consumer, pause, now_ns());
+	pr_info("%s", pause ? "paused (SIGUSR1 resumes)" : "resumed");
+}
+
+void recording__read_counters(struct recording *r, uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals = xcalloc(ncpu, sizeof(uint64_t));
+
+	for (__u32 k = 0; k < CNT_MAX; k++) {
+		out[k] = 0;
+		if (bpf_map__lookup_elem(r->skel->maps.counters, &k, sizeof(k), vals,
+					 ncpu * sizeof(uint64_t), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+}
+
+/* Records the full ring buffer dropped: a counter track in the trace shows when. */
+void recording__mark_losses(struct recording *r, uint64_t now, const uint64_t *c)
+{
+	uint64_t lost = c[CNT_LOST_SPAN] + c[CNT_LOST_SWITCH] + c[CNT_LOST_WAKEUP] +
+			c[CNT_LOST_TASK];
+
+	if (lost == r->lost_marked || !r->consumer.npids)
+		return;
+	if (!r->lost_marked) /* the track starts at 0, so the rise shows where loss began */
+		trace_writer__counter(r->writer, r->consumer.pids[0], r->last_tick, "tracer: lost records",
+				      "lost", 0);
+	trace_writer__counter(r->writer, r->consumer.pids[0], now, "tracer: lost records", "lost",
+			      lost);
+	r->lost_marked = lost;
+}
+
+/* Once a second: the status line, and the file's size against --max-size and the viewers'
+ * limits (catapult fails at about 256 MB of JSON, Perfetto in a browser at about 2 GB). */
+static void every_tick(struct recording *r, uint64_t now)
+{
+	uint64_t bytes = trace_writer__bytes(r->writer), counters[CNT_MAX];
+
+	if (!r->warned_size && bytes >= (256ull << 20)) {
+		r->warned_size = true;
+		status__clear(&r->status);
+		pr_warn("the trace passed 256 MB: chrome://tracing may not open it (Perfetto opens up "
+			"to about 2 GB); --min-dur, --max-size or a .gz name keep it smaller");
+	}
+	recording__read_counters(r, counters);
+	recording__mark_losses(r, now, counters);
+	r->last_tick = now;
+	if (r->py.session)
+		py_session__refresh_names(r->py.session);
+	if (!r->status.on)
+		return;
+	status__update(&r->status, now, now - r->t0, counters[CNT_SPANS], r->consumer.threads.cnt,
+		       counters[CNT_LOST_SPAN] + counters[CNT_LOST_SWITCH] +
+			       counters[CNT_LOST_WAKEUP] + counters[CNT_LOST_TASK],
+		       bytes, r->skel->bss->phase == PHASE_PAUSED);
+}
+
+/* A target's pidfd became readable: it exited. */
+static void target_exited(struct recording *r, int pid)
+{
+	int i = tracked__find(&r->tracked, pid);
+	struct target *t;
+
+	if (i < 0)
+		return;
+	t = &r->tracked.targets[i];
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
+	close(t->pidfd);
+	t->pidfd = -1;
+	pr_debug("pid %d exited", pid);
+	if ((size_t)i < r->primary && --r->alive == 0 && !r->opts->system_wide)
+		r->stop_reason = "target exited";
+}
+
+/* Runs until a signal, -d, every target gone, or a write error. */
+void recording__event_loop(struct recording *r)
+{
+	uint64_t deadline = r->opts->duration_ns ? r->t0 + r->opts->duration_ns : 0;
+	struct epoll_event evs[16];
+	unsigned int ticks = 0;
+
+	bool more = false;
+
+	while (!r->stop_reason) {
+		/* records left behind by the consume budget: look at the other fds, come back */
+		int n = epoll_wait(r->epfd, evs, 16, more ? 0 : -1), ret;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r->stop_reason = "error";
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			int64_t id = (int64_t)evs[i].data.u64;
+			struct signalfd_siginfo si;
+			uint64_t expirations;
+
+			if (id == EV_SIGNAL) {
+				if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
+					continue;
+				if (si.ssi_signo == SIGUSR1)
+					toggle_pause(r);
+				else
+					r->stop_reason = si.ssi_signo == SIGINT	   ? "SIGINT"
+							 : si.ssi_signo == SIGTERM ? "SIGTERM"
+										   : "SIGHUP";
+			} else if (id == EV_TIMER) {
+				if (read(r->timerfd, &expirations, sizeof(expirations)) <= 0 ||
+				    ++ticks % RESCAN_TICKS)
+					continue;
+				if (tracked__rescan(&r->tracked, r->err, sizeof(r->err)) < 0)
+					pr_warn("%s", r->err);
+				every_tick(r, now_ns());
+			} else if (id > 0) {
+				target_exited(r, id);
+			}
+		}
+		ret = ring_buffer__consume(r->rb);
+		more = ret == -EAGAIN;
+		if (ret < 0 && trace_writer__error(r->writer))
+			r->stop_reason = "write error";
+		overhead__sample(&r->overhead);
+		if (trace_writer__error(r->writer))
+			r->stop_reason = "write error";
+		if (deadline && now_ns() >= deadline && !r->stop_reason)
+			r->stop_reason = "duration elapsed";
+		if (r->consumer.max_bytes &&
+		    trace_writer__bytes(r->writer) >= r->consumer.max_bytes && !r->stop_reason)
+			r->stop_reason = "--max-size reached";
+	}
+}
+
+/* Counts spans per probe on their way to the consumer: the overhead accounting needs the hits
+ * per kind of site. */
+int recording__handle_record(void *ctx, void *data, size_t size)
+{
+	struct recording *r = ctx;
+	const struct span_rec *s = data;
+
+	if (size >= sizeof(*s) && s->type == REC_SPAN && s->probe_id < MAX_PROBES) {
+		if (s->probe_id >= r->ncalls) {
+			size_t n = s->probe_id + 64;
+
+			r->calls_per_probe = xrealloc(r->calls_per_probe, n, sizeof(uint64_t));
+			memset(r->calls_per_probe + r->ncalls, 0, (n - r->ncalls) * sizeof(uint64_t));
+			r->ncalls = n;
+		}
+		r->calls_per_probe[s->probe_id]++;
+		r->returns += !(s->flags & (SPAN_INSTANT | SPAN_INCOMPLETE));
+	}
+	return consumer__handle(&r->consumer, data, size);
+}

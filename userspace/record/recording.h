@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* One recording's state, shared by its parts (private to record/): setup.c sets it up, follow.c
+ * holds launched and followed programs at their entry point, loop.c runs the event loop,
+ * finish.c writes the end, record.c runs them in order and cleans up. */
+#ifndef TRACER_RECORDING_H
+#define TRACER_RECORDING_H
+
+#include "record/consumer.h"
+#include "record/overhead.h"
+#include "record/record.h"
+#include "record/status.h"
+#include "record/tracked.h"
+#include "python/py_record.h"
+#include "trace/trace_writer.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define POLL_MS 10 /* the reader's timer; BPF wakes it earlier when the ring fills */
+
+/* epoll data of the fds that are not a target's pidfd (those carry the pid) */
+enum { EV_SIGNAL = -1, EV_TIMER = -2, EV_RING = -3 };
+#define RESCAN_TICKS (500 / POLL_MS) /* look for libraries loaded since: every 500 ms */
+
+struct recording {
+	struct record_opts *opts;
+	struct tracked tracked; /* processes, probes, links */
+	size_t primary;		/* targets asked for (-p or the launched command): the first ones */
+	size_t alive;		/* of those, still running */
+	bool multi;		/* uprobe_multi links */
+	struct bpf_link **stop_links; /* followed execs held at their entry point */
+	int *stop_pids;
+	size_t nstops;
+	struct tracer_bpf *skel;
+	struct bpf_link **sched_links;
+	size_t nsched;
+	pid_t launched; /* launch mode: the command's pid */
+	struct ring_buffer *rb;
+	struct trace_writer *writer;
+	struct consumer consumer;
+	struct overhead overhead;
+	struct py_record py; /* Python frames */
+	uint64_t *calls_per_probe; /* spans recorded per probe id: the entry hits, by site kind */
+	size_t ncalls;
+	uint64_t returns; /* spans that ended with a return: the return hits */
+	char path[PATH_MAX];
+	uint64_t t0, t0_realtime, end;
+	const char *stop_reason;
+	struct status status;
+	bool warned_size;
+	uint64_t lost_marked, last_tick; /* records lost, as the trace shows them so far */
+	int epfd, sigfd, timerfd;
+	char err[1024];
+};
+
+/* setup.c */
+int recording__open_targets(struct recording *r);
+void recording__warn_hazards(const struct recording *r);
+int recording__choose_specs(struct recording *r);
+int recording__load_bpf(struct recording *r);
+int recording__check_targets(struct recording *r);
+void recording__setup_tracked(struct recording *r);
+int recording__attach_sched(struct recording *r);
+int recording__open_output(struct recording *r);
+void recording__add_existing_threads(struct recording *r);
+void recording__start_overhead(struct recording *r);
+
+/* follow.c */
+int recording__launch(struct recording *r);
+void recording__watch_pidfd(struct recording *r, const struct target *t);
+void recording__on_process(void *ctx, const struct task_rec *t);
+
+/* loop.c */
+int recording__setup_loop(struct recording *r);
+void recording__drain(struct recording *r);
+void recording__read_counters(struct recording *r, uint64_t *out);
+void recording__mark_losses(struct recording *r, uint64_t now, const uint64_t *c);
+void recording__event_loop(struct recording *r);
+int recording__handle_record(void *ctx, void *data, size_t size);
+
+/* finish.c */
+int recording__finish(struct recording *r);
+
+#endif

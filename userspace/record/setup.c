@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/* Set-up of a recording: the targets, the probe packs, the BPF object, the output file. */
+#include "record/recording.h"
+#include "probe/packs.h"
+#include "trace/trace_file.h"
+#include "util/util.h"
+#include "tracer.skel.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <time.h>
+#include <unistd.h>
+
+int recording__open_targets(struct recording *r)
+{
+	struct record_opts *o = r->opts;
+
+	for (size_t i = 0; i < o->npids; i++) {
+		if (tracked__add(&r->tracked, o->pids[i], r->err, sizeof(r->err))) {
+			pr_err("%s", r->err);
+			return -ESRCH;
+		}
+	}
+	r->primary = r->alive = r->tracked.ntargets;
+	return 0;
+}
+
+/* Whether the pack is used by default for one of the targets. */
+static bool pack_applies(const struct probe_pack *pack, const struct recording *r)
+{
+	const struct tracked *t = &r->tracked;
+
+	for (size_t k = 0; k < t->ntargets; k++)
+		if (probe_pack__applies(pack, t->targets[k].objs, t->targets[k].nobjs))
+			return true;
+	return false;
+}
+
+/* Return probes crash a target when a C++ exception unwinds through a probed frame or a
+ * stackful coroutine switches stacks inside one: warn when that can happen. */
+void recording__warn_hazards(const struct recording *r)
+{
+	static const struct {
+		const char *glob, *what;
+	} hazards[] = {
+		{ "libstdc++.so.*", "C++ exceptions" },
+		{ "libboost_context*.so*", "Boost.Context coroutines" },
+		{ "libboost_fiber*.so*", "Boost.Fiber fibers" },
+		{ "libco.so*", "libco coroutines" },
+		{ "libdill.so*", "libdill coroutines" },
+		{ "libfolly*.so*", "folly fibers" },
+	};
+	const struct tracked *t = &r->tracked;
+	bool cxx = false;
+
+	if (r->opts->entry_only)
+		return;
+	/* exceptions only unwind C++ frames: a concern when C++ functions are probed */
+	for (size_t i = 0; i < t->probes.cnt && !cxx; i++)
+		cxx = !strncmp(t->probes.v[i].function, "_Z", 2) &&
+		      !(t->probes.v[i].cfg.flags & PROBE_ENTRY_ONLY);
+	for (size_t h = cxx ? 0 : 1; h < sizeof(hazards) / sizeof(hazards[0]); h++)
+		for (size_t k = 0; k < t->ntargets; k++)
+			for (size_t i = 0; i < t->targets[k].nobjs; i++)
+				if (!fnmatch(hazards[h].glob, t->targets[k].objs[i].base, 0)) {
+					pr_warn("pid %d uses %s (%s): if one unwinds or switches "
+						"stacks through a probed function, its return probe "
+						"crashes the process; use --entry-only then",
+						t->targets[k].pid, hazards[h].what,
+						t->targets[k].objs[i].base);
+					k = t->ntargets;
+					break;
+				}
+}
+
+/* -P packs, or with no -u/-P every pack whose "when" matches a target. */
+int recording__choose_specs(struct recording *r)
+{
+	struct record_opts *o = r->opts;
+	char path[PATH_MAX], chosen[512] = "";
+	struct probe_pack pack, *all = NULL;
+	int n;
+
+	for (size_t i = 0; i < o->npacks; i++) {
+		if (probe_pack__find(o->packs[i], path, sizeof(path))) {
+			pr_err("no probe pack '%s' (in %s); see the packs there or give a path",
+			       o->packs[i], probe_pack__dir());
+			return -ENOENT;
+		}
+		if (probe_pack__load(path, &pack, &o->specs, r->err, sizeof(r->err))) {
+			pr_err("%s", r->err);
+			return -EINVAL;
+		}
+		probe_pack__free(&pack);
+	}
+	if (o->specs.cnt)
+		return 0;
+	if (o->system_wide) {
+		pr_err("-a needs probes: give -u or -P");
+		return -EINVAL;
+	}
+	n = probe_pack__list(&all);
+	if (n < 0) {
+		pr_warn("cannot read the probe packs folder %s: %s (set TRACER_PROBES to it): "
+			"recording the scheduler only", probe_pack__dir(), strerror(-n));
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		if (pack_applies(&all[i], r) &&
+		    !probe_pack__load(all[i].path, &pack, &o->specs, r->err, sizeof(r->err))) {
+			snprintf(chosen + strlen(chosen), sizeof(chosen) - strlen(chosen), "%s%s",
+				 chosen[0] ? ", " : "", pack.name);
+			probe_pack__free(&pack);
+		}
+		probe_pack__free(&all[i]);
+	}
+	free(all);
+	if (chosen[0])
+		pr_info("probe packs matching the target: %s", chosen);
+	else
+		pr_warn("no probe pack matches the target and no -u/-P given: recording the "
+			"scheduler only (see -u)");
+	return 0;
+}
+
+/* Opens and loads the BPF object. The probe table is sized to the resolved probes, or to its
+ * maximum when they are not known yet (recording__launch mode loads before the command's libraries are
+ * mapped). */
+int recording__load_bpf(struct recording *r)
+{
+	struct record_opts *o = r->opts;
+	uint32_t rb_size = o->buffer_mb << 20;
+	struct tracer_bpf *skel;
+	int err;
+
+	skel = tracer_bpf__open();
+	if (!skel) {
+		pr_err("cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	r->skel = skel;
+	skel->rodata->min_dur_ns = o->min_dur_ns;
+	skel->rodata->wakeup_bytes = rb_size / 4;
+	skel->rodata->launch_pid = r->launched;
+	skel->rodata->filter_tgid = o->follow || o->system_wide;
+	skel->rodata->follow = o->follow;
+	skel->rodata->system_wide = o->system_wide;
+	bpf_map__set_max_entries(skel->maps.events, rb_size);
+	/* probes are added while recording (libraries loaded later): room for all */
+	bpf_map__set_max_entries(skel->maps.probe_cfgs, MAX_PROBES);
+	if (r->multi) {
+		bpf_program__set_expected_attach_type(skel->progs.span_enter, TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.span_exit, TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.usdt_end, TRACE_UPROBE_MULTI);
+	}
+	bpf_program__set_autoload(skel->progs.stop_at_entry, r->launched || o->follow);
+	if (o->no_sched) {
+		bpf_program__set_autoload(skel->progs.on_switch, false);
+		bpf_program__set_autoload(skel->progs.on_waking, false);
+		bpf_program__set_autoload(skel->progs.on_wakeup, false);
+		bpf_program__set_autoload(skel->progs.on_wakeup_new, false);
+	}
+	py_record__configure(&r->py, skel, !o->no_python && !o->no_args, o->py_hz);
+	err = tracer_bpf__load(skel);
+	if (err)
+		pr_err("cannot load the BPF programs: %s (run with -v for the verifier's log)",
+		       strerror(-err));
+	return err;
+}
+
+/* The processes opened are still the ones probes go to: not exited, their pid not reused
+ * (pidfd and start time) while the programs loaded. */
+int recording__check_targets(struct recording *r)
+{
+	for (size_t i = 0; i < r->tracked.ntargets; i++) {
+		const struct target *t = &r->tracked.targets[i];
+
+		if (t->pid && !target__alive(t)) {
+			pr_err("pid %d exited (or its pid now belongs to another process) before tracer "
+			       "attached; nothing was recorded", t->pid);
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+/* The BPF side of the tracked set. */
+void recording__setup_tracked(struct recording *r)
+{
+	struct tracked *t = &r->tracked;
+
+	t->enter = r->skel->progs.span_enter;
+	t->exit = r->skel->progs.span_exit;
+	t->targets_map = r->skel->maps.targets;
+	t->cfg_map = r->skel->maps.probe_cfgs;
+	t->usdt_map = r->skel->maps.usdt_cfgs;
+	attach__set_usdt_end(&t->attachment, r->skel->progs.usdt_end);
+	for (size_t i = 0; i < t->ntargets; i++) {
+		__u32 pid = t->targets[i].pid;
+		__u8 one = 1;
+
+		if (pid)
+			bpf_map__update_elem(t->targets_map, &pid, sizeof(pid), &one, 1, BPF_ANY);
+	}
+}
+
+int recording__attach_sched(struct recording *r)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, r->skel->obj) {
+		struct bpf_link *l;
+
+		if (!bpf_program__autoload(prog) ||
+		    bpf_program__type(prog) != BPF_PROG_TYPE_TRACING)
+			continue;
+		l = bpf_program__attach(prog);
+		if (!l) {
+			pr_err("cannot attach %s: %s", bpf_program__name(prog), strerror(errno));
+			return -errno;
+		}
+		r->sched_links = xrealloc(r->sched_links, r->nsched + 1, sizeof(*r->sched_links));
+		r->sched_links[r->nsched++] = l;
+	}
+	return 0;
+}
+
+static void default_output(struct recording *r)
+{
+	const struct target *t = &r->tracked.targets[0];
+	char stamp[32];
+	time_t now = time(NULL);
+
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
+	if (t->pid)
+		snprintf(r->path, sizeof(r->path), "tracer-%s-%d-%s.json", t->comm, t->pid, stamp);
+	else
+		snprintf(r->path, sizeof(r->path), "tracer-all-%s.json", stamp);
+	for (char *p = r->path; *p; p++)
+		if (*p == '/' || *p == ' ')
+			*p = '_';
+}
+
+int recording__open_output(struct recording *r)
+{
+	int fd, err;
+
+	if (r->opts->output)
+		snprintf(r->path, sizeof(r->path), "%s", r->opts->output);
+	else
+		default_output(r);
+	fd = trace_file__create(r->path, r->err, sizeof(r->err));
+	if (fd < 0) {
+		pr_err("%s", r->err);
+		return fd;
+	}
+	err = trace_writer__open(&r->writer, r->path, fd, r->t0);
+	if (err) {
+		close(fd);
+		pr_err("cannot write %s: %s", r->path, strerror(-err));
+	}
+	return err;
+}
+
+/* Names and starting states of the processes and threads already running. */
+void recording__add_existing_threads(struct recording *r)
+{
+	const struct tracked *tr = &r->tracked;
+	char path[64];
+
+	for (size_t i = 0; i < tr->ntargets; i++) {
+		int pid = tr->targets[i].pid;
+		struct dirent *de;
+		DIR *d;
+
+		if (!pid)
+			continue;
+		consumer__add_pid(&r->consumer, pid, tr->targets[i].comm);
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		d = opendir(path);
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] != '.')
+				consumer__add_thread(&r->consumer, pid, atoi(de->d_name), r->t0);
+		if (d)
+			closedir(d);
+	}
+}
+
+/* The statistics are on only while recording; calibrating takes about 20 ms. A failure only
+ * means the summary cannot say what tracing cost. */
+void recording__start_overhead(struct recording *r)
+{
+	int *pids = xcalloc(r->primary ? r->primary : 1, sizeof(int)), err;
+
+	for (size_t i = 0; i < r->primary; i++)
+		pids[i] = r->tracked.targets[i].pid;
+	err = overhead__start(&r->overhead, pids, r->primary, r->multi);
+	if (err)
+		pr_warn("cannot turn on the BPF run-time statistics: %s; the summary will not say "
+			"what tracing cost", strerror(-err));
+	free(pids);
+}
