@@ -7,43 +7,32 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SLOTS (2 * SUMMARY_MAX_NAMES)
-
 void summary__init(struct summary *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->names = xcalloc(SUMMARY_MAX_NAMES + 1, sizeof(*s->names));
-	s->slots = xcalloc(SLOTS, sizeof(uint32_t));
-}
-
-static uint32_t hash(const char *name)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 16777619u;
-	return h;
 }
 
 static struct span_stats *stats_of(struct summary *s, const char *name, enum category cat)
 {
 	static const char other[] = "(other names)";
 	struct span_stats *st;
-	uint32_t i;
 
-	if (s->nnames >= SUMMARY_MAX_NAMES)
-		name = other;
-	for (i = hash(name) & (SLOTS - 1); s->slots[i]; i = (i + 1) & (SLOTS - 1)) {
-		st = s->names[s->slots[i] - 1];
-		if (!strcmp(st->name, name))
+	HASH_FIND_STR(s->by_name, name, st);
+	if (st)
+		return st;
+	if (s->nnames >= SUMMARY_MAX_NAMES) {
+		HASH_FIND_STR(s->by_name, other, st);
+		if (st)
 			return st;
+		name = other;
 	}
 	st = xcalloc(1, sizeof(*st));
 	st->name = xstrdup(name);
 	st->cat = cat;
 	sketch__init(&st->sketch);
 	s->names[s->nnames++] = st;
-	s->slots[i] = s->nnames;
+	HASH_ADD_KEYPTR(hh, s->by_name, st->name, strlen(st->name), st);
 	return st;
 }
 
@@ -201,11 +190,11 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 
 void summary__free(struct summary *s)
 {
+	HASH_CLEAR(hh, s->by_name); /* the table only: the stats are freed below */
 	for (size_t i = 0; i < s->nnames; i++) {
 		free(s->names[i]->name);
 		free(s->names[i]);
 	}
 	free(s->names);
-	free(s->slots);
 	memset(s, 0, sizeof(*s));
 }

@@ -10,6 +10,7 @@
 #include "record/threads.h"
 
 #include <stdio.h>
+#include <uthash.h>
 
 /* Distinct span names kept apart (name_from can make many); the rest share one row. */
 #define SUMMARY_MAX_NAMES 512
@@ -19,12 +20,13 @@ struct span_stats {
 	enum category cat;
 	uint64_t count, total_ns, incomplete;
 	struct sketch sketch;
+	UT_hash_handle hh; /* summary.by_name */
 };
 
 struct summary {
 	struct span_stats **names; /* one per distinct span name, in order of appearance */
 	size_t nnames;
-	uint32_t *slots; /* open addressing on the name: index + 1 into names, 0 = free */
+	struct span_stats *by_name; /* the same, by name */
 };
 
 void summary__init(struct summary *s);

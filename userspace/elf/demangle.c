@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 /* The Itanium C++ ABI demangler, in libstdc++ (and libc++abi). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -17,27 +18,15 @@ static const char *const special_prefixes[] = {
 	"transaction clone for ", "TLS init function for ", "TLS wrapper function for ",
 };
 
-/* An open-addressing hash table from mangled name to its demangled forms. Names that are not
- * C++ are not stored: they are told apart by their prefix, at no cost. */
+/* A hash table from mangled name to its demangled forms. Names that are not C++ are not
+ * stored: they are told apart by their prefix, at no cost. */
 struct entry {
 	char *name;
-	struct demangled *d; /* NULL: the demangler rejected the name; its own allocation, so
-			      * that it stays put when the table grows */
+	struct demangled d; /* d.full NULL: the demangler rejected the name */
+	UT_hash_handle hh;
 };
 
-static struct {
-	struct entry *v;
-	size_t cap, cnt;
-} cache;
-
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
+static struct entry *cache;
 
 static bool ident_char(char c)
 {
@@ -150,28 +139,6 @@ char *demangle__base(const char *full)
 	return out;
 }
 
-static struct entry *cache__slot(struct entry *v, size_t cap, const char *name)
-{
-	size_t i = hash(name) & (cap - 1);
-
-	while (v[i].name && strcmp(v[i].name, name))
-		i = (i + 1) & (cap - 1);
-	return &v[i];
-}
-
-static void cache__grow(void)
-{
-	size_t cap = cache.cap ? cache.cap * 2 : 1024;
-	struct entry *v = xcalloc(cap, sizeof(*v));
-
-	for (size_t i = 0; i < cache.cap; i++)
-		if (cache.v[i].name)
-			*cache__slot(v, cap, cache.v[i].name) = cache.v[i];
-	free(cache.v);
-	cache.v = v;
-	cache.cap = cap;
-}
-
 const struct demangled *demangle__get(const char *name)
 {
 	struct entry *e;
@@ -180,23 +147,21 @@ const struct demangled *demangle__get(const char *name)
 	/* Only "_Z" names are mangled C++ ones; the demangler would also turn "i" into "int". */
 	if (!name || strncmp(name, "_Z", 2))
 		return NULL;
-	if ((cache.cnt + 1) * 2 > cache.cap)
-		cache__grow();
-	e = cache__slot(cache.v, cache.cap, name);
-	if (!e->name) {
+	HASH_FIND_STR(cache, name, e);
+	if (!e) {
 		char *full = __cxa_demangle(name, NULL, NULL, &status);
 
+		e = xcalloc(1, sizeof(*e));
 		e->name = xstrdup(name);
 		if (full && !status) {
-			e->d = xcalloc(1, sizeof(*e->d));
-			e->d->full = full;
-			e->d->base = demangle__base(full);
+			e->d.full = full;
+			e->d.base = demangle__base(full);
 		} else {
 			free(full);
 		}
-		cache.cnt++;
+		HASH_ADD_KEYPTR(hh, cache, e->name, strlen(e->name), e);
 	}
-	return e->d;
+	return e->d.full ? &e->d : NULL;
 }
 
 const char *demangle__display(const char *name)
@@ -218,14 +183,13 @@ bool demangle__match(const char *glob, const char *name)
 
 void demangle__reset(void)
 {
-	for (size_t i = 0; i < cache.cap; i++) {
-		free(cache.v[i].name);
-		if (cache.v[i].d) {
-			free(cache.v[i].d->full);
-			free(cache.v[i].d->base);
-			free(cache.v[i].d);
-		}
+	struct entry *e, *tmp;
+
+	HASH_ITER(hh, cache, e, tmp) {
+		HASH_DEL(cache, e);
+		free(e->name);
+		free(e->d.full);
+		free(e->d.base);
+		free(e);
 	}
-	free(cache.v);
-	memset(&cache, 0, sizeof(cache));
 }

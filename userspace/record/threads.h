@@ -37,7 +37,7 @@ struct thread {
 };
 
 struct threads {
-	struct thread *v; /* open addressing on tid */
+	struct thread *v; /* open addressing on tid, flat: a lookup per event */
 	uint32_t cap, cnt;
 };
 

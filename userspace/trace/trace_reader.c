@@ -522,137 +522,159 @@ next:;
 	}
 }
 
-int trace_reader__next(struct trace_reader *r, struct trace_item *it)
+/* Each step reads one piece of the top level: 1 with an item in it, 0 to go on, or -errno. */
+
+static int step_start(struct trace_reader *r)
+{
+	int c = skip_ws(r);
+
+	if (c == '{') {
+		r->st = ST_FIRST_KEY;
+	} else if (c == '[') {
+		r->top_array = r->saw_events = true;
+		r->st = ST_FIRST_EVENT;
+	} else if (c < 0) {
+		return r->err ? r->err : fail(r, -EINVAL, "the file is empty");
+	} else {
+		return fail(r, -EINVAL, "not a Chrome trace: JSON must start with { or [");
+	}
+	r->pos++;
+	return 0;
+}
+
+/* A top-level key and its value: the events or the scheduler text start, metadata is handed
+ * out, anything else is skipped. */
+static int step_key(struct trace_reader *r, struct trace_item *it)
 {
 	char key[64];
-	int c, ret;
+	int c = skip_ws(r), ret;
+
+	if (c < 0)
+		return cut_short(r);
+	if (c == '}') {
+		r->pos++;
+		r->st = ST_DONE;
+		return 0;
+	}
+	if (r->st == ST_KEY) {
+		if (c != ',')
+			return fail(r, -EINVAL, "expected ',' or '}' after a value");
+		r->pos++;
+		c = skip_ws(r);
+	}
+	if (c < 0)
+		return cut_short(r);
+	if (c != '"')
+		return fail(r, -EINVAL, "expected a key");
+	ret = read_key(r, key, sizeof(key));
+	if (ret == -ENODATA)
+		return cut_short(r);
+	if (ret)
+		return fail(r, ret, "malformed key");
+	c = skip_ws(r);
+	if (c < 0)
+		return cut_short(r);
+	if (c != ':')
+		return fail(r, -EINVAL, "expected ':' after \"%s\"", key);
+	r->pos++;
+	c = skip_ws(r);
+	if (c < 0)
+		return cut_short(r);
+	r->st = ST_KEY;
+	if (!strcmp(key, "traceEvents") && c == '[') {
+		r->pos++;
+		r->saw_events = true;
+		r->st = ST_FIRST_EVENT;
+		return 0;
+	}
+	if (!strcmp(key, "systemTraceEvents") && c == '"') {
+		r->pos++;
+		r->sline_len = 0;
+		r->st = ST_SCHED;
+		return 0;
+	}
+	ret = scan_value(r, !strcmp(key, "metadata") && (r->want & TR_METADATA));
+	if (ret == -ENODATA)
+		return cut_short(r);
+	if (ret == -E2BIG) {
+		r->oversized++;
+		return 0;
+	}
+	if (ret)
+		return fail(r, ret, "malformed value of \"%s\"", key);
+	if (!strcmp(key, "metadata") && (r->want & TR_METADATA)) {
+		it->type = TI_METADATA;
+		it->text = r->val;
+		it->len = r->val_len;
+		return 1;
+	}
+	return 0;
+}
+
+/* One element of the events array, or its end. */
+static int step_event(struct trace_reader *r, struct trace_item *it)
+{
+	int c = skip_ws(r), ret;
+
+	if (c < 0)
+		return cut_short(r);
+	if (c == ',' && r->st == ST_EVENT) {
+		r->pos++;
+		c = skip_ws(r);
+		if (c < 0)
+			return cut_short(r);
+	} else if (c != ']' && r->st == ST_EVENT) {
+		return fail(r, -EINVAL, "expected ',' or ']' between events");
+	}
+	if (c == ']') { /* also after a trailing comma, which viewers accept */
+		r->pos++;
+		r->st = r->top_array ? ST_DONE : ST_KEY;
+		return 0;
+	}
+	r->st = ST_EVENT;
+	ret = scan_value(r, r->want & TR_EVENTS);
+	if (ret == -ENODATA)
+		return cut_short(r);
+	if (ret == -E2BIG) {
+		r->oversized++;
+		return 0;
+	}
+	if (ret)
+		return fail(r, ret, "malformed event");
+	if (!(r->want & TR_EVENTS))
+		return 0;
+	if (parse_event(r, &it->ev))
+		return fail(r, -EINVAL, "an event that is not a well-formed object");
+	it->type = TI_EVENT;
+	return 1;
+}
+
+int trace_reader__next(struct trace_reader *r, struct trace_item *it)
+{
+	int ret = 0;
 
 	memset(it, 0, sizeof(*it));
-	for (;;) {
+	while (!ret) {
 		if (r->err)
 			return r->err;
 		switch (r->st) {
 		case ST_START:
-			c = skip_ws(r);
-			if (c == '{') {
-				r->st = ST_FIRST_KEY;
-			} else if (c == '[') {
-				r->top_array = r->saw_events = true;
-				r->st = ST_FIRST_EVENT;
-			} else if (c < 0) {
-				return r->err ? r->err : fail(r, -EINVAL, "the file is empty");
-			} else {
-				return fail(r, -EINVAL,
-					    "not a Chrome trace: JSON must start with { or [");
-			}
-			r->pos++;
+			ret = step_start(r);
 			break;
 		case ST_FIRST_KEY:
 		case ST_KEY:
-			c = skip_ws(r);
-			if (c < 0)
-				return cut_short(r);
-			if (c == '}') {
-				r->pos++;
-				r->st = ST_DONE;
-				break;
-			}
-			if (r->st == ST_KEY) {
-				if (c != ',')
-					return fail(r, -EINVAL,
-						    "expected ',' or '}' after a value");
-				r->pos++;
-				c = skip_ws(r);
-			}
-			if (c < 0)
-				return cut_short(r);
-			if (c != '"')
-				return fail(r, -EINVAL, "expected a key");
-			ret = read_key(r, key, sizeof(key));
-			if (ret == -ENODATA)
-				return cut_short(r);
-			if (ret)
-				return fail(r, ret, "malformed key");
-			c = skip_ws(r);
-			if (c < 0)
-				return cut_short(r);
-			if (c != ':')
-				return fail(r, -EINVAL, "expected ':' after \"%s\"", key);
-			r->pos++;
-			c = skip_ws(r);
-			if (c < 0)
-				return cut_short(r);
-			r->st = ST_KEY;
-			if (!strcmp(key, "traceEvents") && c == '[') {
-				r->pos++;
-				r->saw_events = true;
-				r->st = ST_FIRST_EVENT;
-				break;
-			}
-			if (!strcmp(key, "systemTraceEvents") && c == '"') {
-				r->pos++;
-				r->sline_len = 0;
-				r->st = ST_SCHED;
-				break;
-			}
-			ret = scan_value(r, !strcmp(key, "metadata") && (r->want & TR_METADATA));
-			if (ret == -ENODATA)
-				return cut_short(r);
-			if (ret == -E2BIG) {
-				r->oversized++;
-				break;
-			}
-			if (ret)
-				return fail(r, ret, "malformed value of \"%s\"", key);
-			if (!strcmp(key, "metadata") && (r->want & TR_METADATA)) {
-				it->type = TI_METADATA;
-				it->text = r->val;
-				it->len = r->val_len;
-				return 1;
-			}
+			ret = step_key(r, it);
 			break;
 		case ST_FIRST_EVENT:
 		case ST_EVENT:
-			c = skip_ws(r);
-			if (c < 0)
-				return cut_short(r);
-			if (c == ',' && r->st == ST_EVENT) {
-				r->pos++;
-				c = skip_ws(r);
-				if (c < 0)
-					return cut_short(r);
-			} else if (c != ']' && r->st == ST_EVENT) {
-				return fail(r, -EINVAL, "expected ',' or ']' between events");
-			}
-			if (c == ']') { /* also after a trailing comma, which viewers accept */
-				r->pos++;
-				r->st = r->top_array ? ST_DONE : ST_KEY;
-				break;
-			}
-			r->st = ST_EVENT;
-			ret = scan_value(r, r->want & TR_EVENTS);
-			if (ret == -ENODATA)
-				return cut_short(r);
-			if (ret == -E2BIG) {
-				r->oversized++;
-				break;
-			}
-			if (ret)
-				return fail(r, ret, "malformed event");
-			if (!(r->want & TR_EVENTS))
-				break;
-			if (parse_event(r, &it->ev))
-				return fail(r, -EINVAL,
-					    "an event that is not a well-formed object");
-			it->type = TI_EVENT;
-			return 1;
+			ret = step_event(r, it);
+			break;
 		case ST_SCHED:
 			ret = next_sched(r, it);
-			if (ret)
-				return ret;
 			break;
 		case ST_DONE:
 			return 0;
 		}
 	}
+	return ret;
 }
