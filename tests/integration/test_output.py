@@ -1,6 +1,7 @@
 """The trace file: created safely, handed to the invoking user, valid whatever stops the
 recording (disk full, SIGKILL + tracer repair)."""
 import json
+import re
 import os
 import signal
 import subprocess
@@ -95,3 +96,61 @@ def test_output_file_safety(tmp):
     assert rc == 0, err
     st = os.stat(out)
     assert (st.st_uid, st.st_gid) == (65534, 65534) and st.st_mode & 0o777 == 0o600
+
+
+def test_output_to_stdout(tmp):
+    """-o - writes the trace to standard output; messages and the summary stay on stderr."""
+    pl, pid = start_pipeline("--frames", "5")
+    p = subprocess.Popen([lib.TRACER, "-p", str(pid), "-P", "pipeline", "-d", "1", "-o", "-"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    sigusr1(pid)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert not os.path.exists("-")
+    trace = json.loads(out)
+    assert lib.check_format(trace, out) == []
+    assert {s["name"] for s in lib.spans(trace)} >= {"decode_frame", "read_packet"}
+    assert "wrote the trace to standard output" in err, err
+    wait_exit(pl)
+    # launch mode: the command's own output goes to stderr, not into the trace
+    p = subprocess.run([lib.TRACER, "-P", "pipeline", "-o", "-", "--",
+                        lib.target("pipeline"), "--frames", "8"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    trace = json.loads(p.stdout)
+    assert len([s for s in lib.spans(trace) if s["name"] == "decode_frame"]) == 8
+    assert "pipeline: 8 frames written" in p.stderr, p.stderr
+
+
+def test_existing_output_kept_as_old(tmp):
+    """As perf keeps perf.data.old: a second recording to the same file keeps the first."""
+    out = os.path.join(tmp, "run.json")
+    for frames in ("3", "5"):
+        rc, err = run_tracer("-P", "pipeline", "-o", out, "--", lib.target("pipeline"),
+                             "--frames", frames)
+        assert rc == 0, err
+    assert f"kept the previous {out} as {out}.old" in err, err
+    first, second = lib.load_trace(out + ".old")[0], lib.load_trace(out)[0]
+    count = lambda t: len([s for s in lib.spans(t) if s["name"] == "decode_frame"])
+    assert (count(first), count(second)) == (3, 5)
+    # an .old that is not the user's own regular file is left alone, and nothing is written
+    os.remove(out + ".old")
+    os.mkdir(out + ".old")
+    rc, err = run_tracer("-P", "pipeline", "-o", out, "--", lib.target("pipeline"),
+                         "--frames", "2")
+    assert rc == 1 and "run.json.old exists and is not a regular file" in err, err
+    assert count(lib.load_trace(out)[0]) == 5
+
+
+def test_counts_are_grammatical(tmp):
+    """One of a thing is singular, in the live messages, the summary and the report."""
+    out = os.path.join(tmp, "one.json")
+    rc, err = run_tracer("-u", "decode:pipeline:decode_frame", "--no-sched", "-o", out, "--",
+                         lib.target("pipeline"), "--frames", "1", "--decoders", "1")
+    assert rc == 0, err
+    assert "recording 1 function in 1 process" in err, err
+    assert re.search(r"^Recorded [0-9.]+m?s: 1 span from [0-9]+ threads", err, re.M), err
+    p = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert f"{out}: 1 span on " in p.stdout, p.stdout

@@ -121,10 +121,10 @@ static void write_head(FILE *f, const struct report *r, const struct report_opts
 		   "<p class=\"meta\" id=\"summary\"><b>",
 		css);
 	put_esc(f, o->path);
-	fprintf(f, "</b>: %" PRIu64 " spans", r->spans);
+	fprintf(f, "</b>: %" PRIu64 " span%s", r->spans, plural_s(r->spans));
 	if (r->incomplete)
 		fprintf(f, " (%" PRIu64 " incomplete)", r->incomplete);
-	fprintf(f, " on %zu threads, %s recorded", r->nthreads,
+	fprintf(f, " on %zu thread%s, %s recorded", r->nthreads, plural_s(r->nthreads),
 		dur(r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0, w));
 	if (r->cpus)
 		fprintf(f, ", %d CPUs", r->cpus);

@@ -71,10 +71,10 @@ static void print_table(FILE *f, const struct report *r, const struct report_opt
 	long nrows = rows(r, o);
 	char b[7 + NQ][32], name[32], w[64];
 
-	fprintf(f, "%s: %" PRIu64 " spans", o->path, r->spans);
+	fprintf(f, "%s: %" PRIu64 " span%s", o->path, r->spans, plural_s(r->spans));
 	if (r->incomplete)
 		fprintf(f, " (%" PRIu64 " incomplete)", r->incomplete);
-	fprintf(f, " on %zu threads, %s recorded", r->nthreads,
+	fprintf(f, " on %zu thread%s, %s recorded", r->nthreads, plural_s(r->nthreads),
 		fmt_duration(r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0, w, sizeof(w)));
 	if (r->cpus)
 		fprintf(f, ", %d CPUs", r->cpus);

@@ -167,8 +167,9 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 	uint64_t incomplete = c[CNT_STALE_FRAMES] + c[CNT_EXIT_FRAMES];
 	char b[32];
 
-	fprintf(f, "\nRecorded %s: %llu spans from %u threads", fmt_duration(wall_ns, b, sizeof(b)),
-		(unsigned long long)c[CNT_SPANS], threads->cnt);
+	fprintf(f, "\nRecorded %s: %llu span%s from %u thread%s",
+		fmt_duration(wall_ns, b, sizeof(b)), (unsigned long long)c[CNT_SPANS],
+		plural_s(c[CNT_SPANS]), threads->cnt, plural_s(threads->cnt));
 	if (c[CNT_SHORT_SPANS])
 		fprintf(f, " (%llu shorter than --min-dur not kept)",
 			(unsigned long long)c[CNT_SHORT_SPANS]);

@@ -327,7 +327,7 @@ int list__print(const struct mapped_object *objs, size_t nobjs, const char *file
 	}
 	printf("%s: ", where);
 	if (!file)
-		printf("%zu objects; ", nobjs);
+		printf("%zu object%s; ", nobjs, plural_s(nobjs));
 	print_default_packs(&set, objs, nobjs);
 	printf("COST: of an entry probe per hit, on kernel 6.18; a return probe adds 0.5us\n");
 	print_rows(rows, nobjs, pattern);

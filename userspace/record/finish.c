@@ -17,6 +17,13 @@
 #define PIDFD_THREAD O_EXCL /* kernel 6.9: a pidfd for a thread */
 #endif
 
+
+/* The output as messages name it. */
+static const char *trace_name(const struct recording *r)
+{
+	return strcmp(r->path, "-") ? r->path : "the trace to standard output";
+}
+
 /* Calls still in progress when recording stopped: their frames are still in task storage. */
 static void close_open_spans(struct recording *r)
 {
@@ -226,7 +233,7 @@ int recording__finish(struct recording *r)
 	free(meta);
 	if (err) {
 		pr_err("writing %s failed: %s; recording stopped there (the file ends at the last "
-		       "event that fit%s)", r->path, strerror(-err),
+		       "event that fit%s)", trace_name(r), strerror(-err),
 		       strstr(r->path, ".gz") ? "; a .gz file may be cut short" : " and is valid");
 		return err;
 	}
@@ -239,7 +246,7 @@ int recording__finish(struct recording *r)
 		/* the CPU time is the asked-for targets': no share when others were traced too */
 		py_record__print(&r->py, stderr, counters,
 				 r->consumer.npids == r->primary ? r->overhead.target_cpu_ns : 0);
-	pr_info("wrote %s (stopped: %s); open it in ui.perfetto.dev or chrome://tracing", r->path,
-		r->stop_reason);
+	pr_info("wrote %s (stopped: %s); open it in ui.perfetto.dev or chrome://tracing",
+		trace_name(r), r->stop_reason);
 	return 0;
 }

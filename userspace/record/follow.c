@@ -20,7 +20,7 @@ int recording__launch(struct recording *r)
 	char exe[64];
 	int err;
 
-	err = launch__start(o->cmd, &r->launched, r->err, sizeof(r->err));
+	err = launch__start(o->cmd, o->output && !strcmp(o->output, "-"), &r->launched, r->err, sizeof(r->err));
 	if (err) {
 		pr_err("%s", r->err);
 		return err;

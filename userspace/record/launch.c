@@ -18,7 +18,7 @@
 
 /* In the child: become the invoking user (not root, under sudo), then exec under ptrace so the
  * kernel stops it at the exec. Reports an exec failure's errno through the pipe. */
-static void child(char **argv, int report_fd)
+static void child(char **argv, bool stdout_to_stderr, int report_fd)
 {
 	uid_t uid;
 	gid_t gid;
@@ -32,6 +32,8 @@ static void child(char **argv, int report_fd)
 		    setuid(uid))
 			goto fail;
 	}
+	if (stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+		goto fail;
 	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
 		goto fail;
 	execvp(argv[0], argv);
@@ -42,7 +44,7 @@ fail:
 	_exit(127);
 }
 
-int launch__start(char **argv, pid_t *pidp, char *err, size_t errlen)
+int launch__start(char **argv, bool stdout_to_stderr, pid_t *pidp, char *err, size_t errlen)
 {
 	int fds[2], status, e = 0;
 	pid_t pid;
@@ -59,7 +61,7 @@ int launch__start(char **argv, pid_t *pidp, char *err, size_t errlen)
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		child(argv, fds[1]);
+		child(argv, stdout_to_stderr, fds[1]);
 	}
 	close(fds[1]);
 	if (read(fds[0], &e, sizeof(e)) == sizeof(e)) {

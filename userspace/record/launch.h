@@ -6,11 +6,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
-/* Forks and execs argv; returns with the child stopped right after the exec. 0 or -errno with
- * a one-line message in err. */
-int launch__start(char **argv, pid_t *pid, char *err, size_t errlen);
+/* Forks and execs argv; returns with the child stopped right after the exec. With
+ * stdout_to_stderr (the trace goes to standard output) the command writes its output to
+ * standard error. 0 or -errno with a one-line message in err. */
+int launch__start(char **argv, bool stdout_to_stderr, pid_t *pid, char *err, size_t errlen);
 
 /* File offset of the ELF entry point of the child's executable: where it stops once the dynamic
  * loader has mapped its libraries. */

@@ -4,49 +4,91 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* An existing path the user may replace: a regular file of theirs. 0, or -errno with err. */
+static int check_replaceable(const char *path, uid_t uid, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen, "%s is a symbolic link; not writing through it (choose "
+				      "another file with -o)", path);
+		return -ELOOP;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s exists and is not a regular file; choose another file "
+				      "with -o", path);
+		return -EINVAL;
+	}
+	if (st.st_uid != uid) {
+		snprintf(err, errlen, "%s exists and belongs to another user; not overwriting it "
+				      "(choose another file with -o)", path);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* As perf does with perf.data: the previous trace is kept as FILE.old. */
+static int keep_old(const char *path, uid_t uid, char *err, size_t errlen)
+{
+	char old[PATH_MAX];
+	int e;
+
+	if (snprintf(old, sizeof(old), "%s.old", path) >= (int)sizeof(old)) {
+		snprintf(err, errlen, "%s: name too long", path);
+		return -ENAMETOOLONG;
+	}
+	e = check_replaceable(old, uid, err, errlen);
+	if (!e && rename(path, old))
+		e = -errno;
+	if (e && !err[0])
+		snprintf(err, errlen, "cannot keep the previous %s as %s: %s; choose another file "
+				      "with -o", path, old, strerror(-e));
+	if (!e)
+		pr_info("kept the previous %s as %s", path, old);
+	return e;
+}
+
 int trace_file__create(const char *path, char *err, size_t errlen)
 {
 	uid_t uid;
 	gid_t gid;
-	struct stat st;
 	int fd, e;
 
-	invoking_user(&uid, &gid);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST) {
-		fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
-			close(fd);
-			snprintf(err, errlen, "%s exists and is not a regular file; choose another file "
-					      "with -o", path);
-			return -EINVAL;
-		}
-		if (fd >= 0 && st.st_uid != uid) {
-			close(fd);
-			snprintf(err, errlen, "%s exists and belongs to another user; not overwriting "
-					      "it (choose another file with -o)", path);
-			return -EPERM;
-		}
-		if (fd >= 0 && (ftruncate(fd, 0) || fchmod(fd, 0600))) {
-			e = -errno;
-			close(fd);
-			snprintf(err, errlen, "cannot write %s: %s", path, strerror(-e));
-			return e;
-		}
+	err[0] = 0;
+	if (!strcmp(path, "-")) {
+		/* a copy, so that closing the trace leaves standard output open */
+		fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			snprintf(err, errlen, "cannot write to standard output: %s", strerror(errno));
+		return fd < 0 ? -errno : fd;
 	}
+	invoking_user(&uid, &gid);
+	e = check_replaceable(path, uid, err, errlen);
+	if (!e && !access(path, F_OK))
+		e = keep_old(path, uid, err, errlen);
+	if (e) {
+		if (!err[0])
+			snprintf(err, errlen, "cannot write %s: %s; choose another file with -o",
+				 path, strerror(-e));
+		return e;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		e = -errno;
-		if (e == -ELOOP)
-			snprintf(err, errlen, "%s is a symbolic link; not writing through it (choose "
-					      "another file with -o)", path);
+		if (e == -EEXIST || e == -ELOOP)
+			snprintf(err, errlen, "%s appeared while tracer was creating it; choose "
+					      "another file with -o", path);
 		else
-			snprintf(err, errlen, "cannot write %s: %s; choose another file with -o", path,
-				 strerror(-e));
+			snprintf(err, errlen, "cannot write %s: %s; choose another file with -o",
+				 path, strerror(-e));
 		return e;
 	}
 	/* under sudo the trace belongs to the user who asked for it */

@@ -41,6 +41,12 @@ int parse_pid(const char *s, int *pid);
  * cmd is the subcommand, or NULL for tracer's own (record) options. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* "s" unless n is 1: "%zu thread%s", n, plural_s(n). */
+static inline const char *plural_s(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 /* Formats a duration with a unit that keeps 3-4 significant digits: "12.3ms". */
 const char *fmt_duration(uint64_t ns, char *buf, size_t len);
 
