@@ -190,24 +190,66 @@ def check_format(trace, text):
             bad.append(f"thread {key} has spans but no thread_name")
     sched = trace.get("systemTraceEvents")
     if sched is not None:
-        lines = sched.split("\n")
-        if not sched.startswith("# tracer: nop\n") or not sched.endswith("\n"):
-            bad.append("systemTraceEvents must start with '# tracer: nop' and end with a newline")
-        for line in lines:
-            if not line or line.startswith("#"):
-                continue
-            m = FTRACE_RE.match(line)
-            if not m:
-                bad.append(f"ftrace line neither importer accepts: {line}")
-                break
-            if m.group(6) == "sched_switch" and not SWITCH_RE.search(m.group(7)):
-                bad.append(f"sched_switch payload malformed: {line}")
-                break
-            if m.group(6) == "sched_wakeup" and "success=1" not in m.group(7):
-                bad.append(f"sched_wakeup without success= (catapult needs it): {line}")
-                break
+        bad += check_sched_text(sched, trace)
     if not isinstance(trace.get("metadata"), dict):
         bad.append("no metadata object")
+    return bad
+
+
+WAKEUP_RE = re.compile(r"^comm=(\S+) pid=(\d+) prio=(\d+)( success=1)? target_cpu=(\d{3})$")
+
+
+def check_sched_text(sched, trace):
+    """The scheduler text rules (doc/trace-format.md, "Scheduler states"). No offline viewer here
+    draws scheduler tracks, so this check stands in for Perfetto's and catapult's ftrace
+    importers: a line either rejects is lost, a wrong column misplaces a thread."""
+    bad = []
+    if not sched.startswith("# tracer: nop\n") or not sched.endswith("\n"):
+        bad.append("systemTraceEvents must start with '# tracer: nop' and end with a newline")
+    # the process of every thread the events name: the tgid column must agree with it, or the
+    # viewers put the thread's scheduler track under another process
+    process_of = {e["tid"]: e["pid"] for e in trace["traceEvents"]
+                  if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    duration_us = trace.get("metadata", {}).get("duration_ns", 0) / 1000
+    last_on_cpu = {}
+    for line in sched.split("\n"):
+        if not line or line.startswith("#"):
+            continue
+        m = FTRACE_RE.match(line)
+        if not m:
+            bad.append(f"ftrace line neither importer accepts: {line}")
+            break
+        tid, tgid, cpu, event, payload = int(m.group(2)), m.group(3), m.group(4), m.group(6), \
+            m.group(7)
+        t_us = float(m.group(5)) * 1e6
+        if event == "sched_switch":
+            sw = SWITCH_RE.search(payload)
+            if not sw:
+                bad.append(f"sched_switch payload malformed: {line}")
+                break
+            if int(sw.group(2)) != tid:
+                bad.append(f"sched_switch not from the task it switches out (prev_pid): {line}")
+                break
+        else:
+            if event == "sched_wakeup" and "success=1" not in payload:
+                bad.append(f"sched_wakeup without success= (catapult needs it): {line}")
+                break
+            if not WAKEUP_RE.match(payload):
+                bad.append(f"{event} payload malformed: {line}")
+                break
+        if tgid != "-----" and tid in process_of and int(tgid) != process_of[tid]:
+            bad.append(f"tgid column {tgid} is not the process of thread {tid} "
+                       f"({process_of[tid]}): {line}")
+            break
+        # the ftrace seconds are on the clock of ts: inside the recording
+        if duration_us and not -1 <= t_us <= duration_us + 1:
+            bad.append(f"scheduler line outside the recording (0..{duration_us:.0f}us): {line}")
+            break
+        # each CPU's lines in time order: both importers build a CPU's track from them in turn
+        if t_us < last_on_cpu.get(cpu, t_us):
+            bad.append(f"scheduler line goes back in time on CPU {cpu}: {line}")
+            break
+        last_on_cpu[cpu] = t_us
     return bad
 
 

@@ -191,6 +191,12 @@ def test_speedscope_shows_threads_and_spans(tmp):
     path, trace = record(tmp, "--frames", "24", "--bottleneck", "decode")
     want = expected_profiles(trace)
     assert len(want) >= 6, want  # reader, 2 decoders, 2 operators, writer
+    # beyond spans: queue depth counters and wake-up arrows ride along; the viewer must load
+    # the trace with them (it draws neither: they must not show up as frames either)
+    counters = {e["name"] for e in trace["traceEvents"] if e["ph"] == "C"}
+    flows = [e for e in trace["traceEvents"] if e["ph"] in ("s", "f")]
+    assert counters and flows, "the trace has no counters or no flows to check"
+    not_frames = counters | {e["name"] for e in flows}
     os.symlink(viewer, os.path.join(tmp, "viewer"))
     shot = os.path.join(tmp, "speedscope-pipeline.png")
     with http_server(tmp) as base, \
@@ -221,6 +227,7 @@ def test_speedscope_shows_threads_and_spans(tmp):
             assert labels, f"{name}: the flame chart drew no span label"
             wrong = [lb for lb in labels if not label_matches(lb, want[name])]
             assert not wrong, f"{name}: labels of spans not on this thread: {wrong}"
+            assert not not_frames & set(labels), labels
             # sandwich: a table (DOM) with one row per span name of this thread
             b.press("3")
             # (a virtual list: all rows are there when few, the top ones when many)
@@ -238,6 +245,10 @@ def test_speedscope_shows_threads_and_spans(tmp):
             b.eval("window.__labels.clear()")
             b.press("1")
         assert seen == set(want)
+        # thread names: each profile is named from the trace's process_name and thread_name
+        for title in seen:
+            assert re.match(r"^pipeline \(pid \d+\), (reader|writer|decode-\d|op-\d) "
+                            r"\(tid \d+\)$", title), title
         warnings = nesting_warnings(b)
         assert not warnings, warnings[:3]
 
