@@ -9,13 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool probe_pack__applies(const struct probe_pack *pack, const struct mapped_object *objs, size_t n)
+const struct mapped_object *probe_pack__reason(const struct probe_pack *pack,
+					       const struct mapped_object *objs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		for (size_t w = 0; w < pack->when_cnt; w++)
 			if (!fnmatch(pack->when_maps[w], objs[i].base, 0))
-				return true;
-	return false;
+				return &objs[i];
+	return NULL;
+}
+
+bool probe_pack__applies(const struct probe_pack *pack, const struct mapped_object *objs, size_t n)
+{
+	return probe_pack__reason(pack, objs, n);
 }
 
 int pack_set__load(struct pack_set *set, char *err, size_t errlen)

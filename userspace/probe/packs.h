@@ -26,5 +26,8 @@ void pack_set__free(struct pack_set *set);
  * matches one of the pack's "when" globs. */
 bool probe_pack__applies(const struct probe_pack *pack, const struct mapped_object *objs,
 			 size_t n);
+/* The first of objs that makes the pack apply, or NULL. */
+const struct mapped_object *probe_pack__reason(const struct probe_pack *pack,
+					       const struct mapped_object *objs, size_t n);
 
 #endif

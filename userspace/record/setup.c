@@ -73,11 +73,26 @@ void recording__warn_hazards(const struct recording *r)
 				}
 }
 
-/* -P packs, or with no -u/-P every pack whose "when" matches a target. */
+/* A pack that applies to no target yet: picked when one maps its library. */
+static void keep_late(struct recording *r, const struct probe_pack *listed, char *names,
+		      size_t len)
+{
+	struct probe_specs specs = { 0 };
+	struct probe_pack pack;
+
+	if (probe_pack__load(listed->path, &pack, &specs, r->err, sizeof(r->err)))
+		return;
+	snprintf(names + strlen(names), len - strlen(names), "%s%s", names[0] ? ", " : "",
+		 pack.name);
+	tracked__add_late_pack(&r->tracked, &pack, &specs);
+}
+
+/* -P packs, or with no -u/-P every pack whose "when" matches a target; the other packs with a
+ * "when" wait for a target to map their library. */
 int recording__choose_specs(struct recording *r)
 {
 	struct record_opts *o = r->opts;
-	char path[PATH_MAX], chosen[512] = "";
+	char path[PATH_MAX], chosen[512] = "", later[512] = "";
 	struct probe_pack pack, *all = NULL;
 	int n;
 
@@ -111,15 +126,19 @@ int recording__choose_specs(struct recording *r)
 			snprintf(chosen + strlen(chosen), sizeof(chosen) - strlen(chosen), "%s%s",
 				 chosen[0] ? ", " : "", pack.name);
 			probe_pack__free(&pack);
+		} else if (all[i].when_cnt) {
+			keep_late(r, &all[i], later, sizeof(later));
 		}
 		probe_pack__free(&all[i]);
 	}
 	free(all);
 	if (chosen[0])
 		pr_info("probe packs matching the target: %s", chosen);
-	else
+	else if (!later[0])
 		pr_warn("no probe pack matches the target and no -u/-P given: recording the "
 			"scheduler only (see -u)");
+	if (later[0])
+		pr_info("probe packs waiting for their library to be loaded: %s", later);
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record/tracked.h"
+#include "probe/packs.h"
 #include "util/util.h"
 
 #include <bpf/libbpf.h>
@@ -109,15 +110,15 @@ static void write_cfgs(struct tracked *t, size_t first)
 	}
 }
 
-int tracked__attach_new(struct tracked *t, bool strict, char *err, size_t errlen)
+/* Resolves specs against views, then attaches what they resolved to. */
+static int attach_specs(struct tracked *t, const struct probe_specs *specs, struct target *views,
+			size_t n, unsigned int flags, char *err, size_t errlen)
 {
-	struct target *views = xcalloc(t->ntargets + 1, sizeof(*views));
 	struct attach_sites sites = { 0 };
-	size_t first = t->probes.cnt, n = make_views(t, views);
-	unsigned int flags = t->resolve_flags | (strict ? 0 : RESOLVE_LENIENT);
+	size_t first = t->probes.cnt;
 	int ret;
 
-	ret = resolve__probes(t->specs, views, n, flags, &t->probes, &sites, err, errlen);
+	ret = resolve__probes(specs, views, n, flags, &t->probes, &sites, err, errlen);
 	if (!ret && t->probes.cnt > bpf_map__max_entries(t->cfg_map)) {
 		snprintf(err, errlen, "%zu functions to probe: at most %u; narrow the -u patterns",
 			 t->probes.cnt, bpf_map__max_entries(t->cfg_map));
@@ -127,10 +128,95 @@ int tracked__attach_new(struct tracked *t, bool strict, char *err, size_t errlen
 		write_cfgs(t, first);
 		ret = attach__sites(&t->attachment, &sites, t->enter, t->exit, err, errlen);
 	}
+	attach_sites__free(&sites);
+	return ret;
+}
+
+static void free_views(struct target *views, size_t n)
+{
 	for (size_t i = 0; i < n; i++)
 		free(views[i].objs);
 	free(views);
-	attach_sites__free(&sites);
+}
+
+int tracked__attach_new(struct tracked *t, bool strict, char *err, size_t errlen)
+{
+	struct target *views = xcalloc(t->ntargets + 1, sizeof(*views));
+	size_t n = make_views(t, views);
+	unsigned int flags = t->resolve_flags | (strict ? 0 : RESOLVE_LENIENT);
+	int ret;
+
+	ret = attach_specs(t, t->specs, views, n, flags, err, errlen);
+	/* the packs picked since the start probe the new objects too */
+	for (size_t k = 0; !ret && k < t->nlate; k++)
+		if (t->late[k].picked)
+			ret = attach_specs(t, t->late[k].specs, views, n,
+					   t->resolve_flags | RESOLVE_LENIENT, err, errlen);
+	free_views(views, n);
+	return ret;
+}
+
+void tracked__add_late_pack(struct tracked *t, struct probe_pack *pack, struct probe_specs *specs)
+{
+	struct late_pack *l;
+
+	t->late = xrealloc(t->late, t->nlate + 1, sizeof(*t->late));
+	l = &t->late[t->nlate++];
+	l->pack = *pack;
+	l->specs = xcalloc(1, sizeof(*l->specs));
+	*l->specs = *specs;
+	l->picked = false;
+}
+
+/* Every object of every target, probed or not: a pack picked now probes all of them. With
+ * shared links, each object once. */
+static size_t all_views(const struct tracked *t, struct target *views)
+{
+	for (size_t i = 0; i < t->ntargets; i++) {
+		struct target *v = &views[i];
+
+		*v = t->targets[i];
+		v->objs = xcalloc(t->targets[i].nobjs + 1, sizeof(*v->objs));
+		v->nobjs = 0;
+		for (size_t k = 0; k < t->resolved[i]; k++) {
+			const struct mapped_object *o = &t->targets[i].objs[k];
+			bool seen = false;
+
+			for (size_t j = 0; (t->resolve_flags & RESOLVE_SHARED) && j <= i && !seen; j++)
+				for (size_t m = 0; m < views[j].nobjs && !seen; m++)
+					seen = views[j].objs[m].dev == o->dev &&
+					       views[j].objs[m].ino == o->ino;
+			if (!seen)
+				v->objs[v->nobjs++] = *o;
+		}
+	}
+	return t->ntargets;
+}
+
+/* The late packs a target now maps the library of: picked and attached. */
+static int pick_late_packs(struct tracked *t, char *err, size_t errlen)
+{
+	int ret = 0;
+
+	for (size_t k = 0; !ret && k < t->nlate; k++) {
+		struct late_pack *l = &t->late[k];
+		const struct mapped_object *why = NULL;
+		struct target *views;
+		size_t i, n;
+
+		for (i = 0; !l->picked && i < t->ntargets && !why; i++)
+			why = probe_pack__reason(&l->pack, t->targets[i].objs, t->resolved[i]);
+		if (!why)
+			continue;
+		l->picked = true;
+		pr_info("pid %d mapped %s: probing it with the %s pack", t->targets[i - 1].pid,
+			why->base, l->pack.name);
+		views = xcalloc(t->ntargets + 1, sizeof(*views));
+		n = all_views(t, views);
+		ret = attach_specs(t, l->specs, views, n, t->resolve_flags | RESOLVE_LENIENT, err,
+				   errlen);
+		free_views(views, n);
+	}
 	return ret;
 }
 
@@ -145,9 +231,9 @@ int tracked__rescan(struct tracked *t, char *err, size_t errlen)
 			target__read_maps(&t->targets[i]);
 		after += t->targets[i].nobjs;
 	}
-	if (after == before)
-		return 0;
-	ret = tracked__attach_new(t, false, err, errlen);
+	ret = after == before ? 0 : tracked__attach_new(t, false, err, errlen);
+	if (!ret)
+		ret = pick_late_packs(t, err, errlen);
 	return ret ? ret : (int)(after - before);
 }
 
@@ -230,6 +316,12 @@ void tracked__free(struct tracked *t)
 {
 	attach__detach(&t->attachment);
 	probe_table__free(&t->probes);
+	for (size_t k = 0; k < t->nlate; k++) {
+		probe_pack__free(&t->late[k].pack);
+		probe_specs__free(t->late[k].specs);
+		free(t->late[k].specs);
+	}
+	free(t->late);
 	for (size_t i = 0; i < t->ntargets; i++)
 		target__close(&t->targets[i]);
 	free(t->targets);

@@ -11,6 +11,14 @@
 
 struct bpf_map;
 
+/* A probe pack whose library no target maps yet (no -u/-P given): it is picked, and its probes
+ * attached, when a target maps it (an `import cv2`, a dlopen). */
+struct late_pack {
+	struct probe_pack pack;
+	struct probe_specs *specs; /* allocated once: the probe table points into it */
+	bool picked;
+};
+
 struct tracked {
 	struct target *targets; /* opened processes; objs[0..resolved[i]) are probed */
 	size_t *resolved;
@@ -18,6 +26,8 @@ struct tracked {
 	struct probe_table probes;
 	struct attachment attachment;
 	const struct probe_specs *specs;
+	struct late_pack *late; /* see tracked__add_late_pack */
+	size_t nlate;
 	unsigned int resolve_flags; /* RESOLVE_ENTRY_ONLY, RESOLVE_SHARED */
 	/* with shared links (pid 0): the objects already probed, by (dev, inode) */
 	struct {
@@ -36,7 +46,11 @@ int tracked__add(struct tracked *t, int pid, char *err, size_t errlen);
 /* Resolves the specs against the objects not probed yet and attaches them. strict: a spec that
  * matches nothing is an error (the first attach); later ones are lenient. */
 int tracked__attach_new(struct tracked *t, bool strict, char *err, size_t errlen);
-/* Re-reads the maps of every target; returns how many new objects were probed, or -errno. */
+/* Keeps a pack (loaded with its specs) to pick when a target maps one of its "when" objects. */
+void tracked__add_late_pack(struct tracked *t, struct probe_pack *pack,
+			    struct probe_specs *specs);
+/* Re-reads the maps of every target and picks the late packs that now apply; returns how many
+ * new objects were probed, or -errno. */
 int tracked__rescan(struct tracked *t, char *err, size_t errlen);
 /* The index of pid among the targets, or -1. */
 int tracked__find(const struct tracked *t, int pid);

@@ -1,0 +1,113 @@
+"""Framework pipelines with no probe options: the packs for the libraries a real pipeline maps
+(Debian's OpenCV, CPython) are picked by themselves, also when the library is loaded after
+tracer started (launch mode, `import cv2`), and give named spans that match the calls the
+pipeline logged itself."""
+import collections
+import os
+import select
+import subprocess
+import time
+
+import lib
+from lib import (check_format, finish_tracer, load_trace, read_ground_truth, sigusr1, spans,
+                 start_tracer, wait_exit, wait_probes_gone, _procs)
+
+PYTHON = "/usr/bin/python3"
+OPENCV = os.path.join(lib.ROOT, "tests", "targets", "py_opencv.py")
+CV_OPS = ("cv::cvtColor", "cv::resize", "cv::GaussianBlur")
+
+
+class Lines:
+    """The lines of a pipe as they come, read with os.read (select on a buffered file object
+    misses lines already in its buffer)."""
+
+    def __init__(self, pipe):
+        self.fd, self.buf, self.seen = pipe.fileno(), b"", []
+
+    def until(self, pattern, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            while b"\n" in self.buf:
+                line, self.buf = self.buf.split(b"\n", 1)
+                self.seen.append(line.decode(errors="replace"))
+                if pattern in self.seen[-1]:
+                    return self.seen[-1]
+            r, _, _ = select.select([self.fd], [], [], 0.5)
+            if r:
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    break
+                self.buf += chunk
+        raise AssertionError(f"no {pattern!r} in: {self.seen}")
+
+
+def check_opencv_spans(trace, gt, frames):
+    """Every OpenCV call the pipeline logged is a span of the same name, on the same thread,
+    inside the logged interval (which also holds the Python call around it)."""
+    t0 = trace["metadata"]["t0_monotonic_ns"]
+    by_name = collections.defaultdict(list)
+    for e in spans(trace):
+        by_name[e["name"]].append(e)
+    logged = collections.defaultdict(list)
+    for tid, func, s, e, _ in gt["calls"]:
+        logged[func].append((tid, s, e))
+    # every frame read, plus the read that finds the end
+    assert len(logged["cv::VideoCapture::read"]) == frames + 1
+    for name in ("cv::VideoCapture::read",) + CV_OPS:
+        got = sorted(by_name[name], key=lambda e: e["ts"])
+        want = sorted(logged[name], key=lambda c: c[1])
+        assert len(got) == len(want), (name, len(got), len(want))
+        for e, (tid, s, end) in zip(got, want):
+            start_ns = t0 + round(e["ts"] * 1000)
+            end_ns = start_ns + round(e["dur"] * 1000)
+            assert e["tid"] == tid and s <= start_ns and end_ns <= end, (name, e, s, end)
+        assert {e["cat"] for e in got} == {"decode" if "VideoCapture" in name else "operator"}
+    # VideoCapture::read is grab then retrieve: both nested in it
+    assert len(by_name["cv::VideoCapture::grab"]) >= frames
+    assert len(by_name["cv::VideoCapture::retrieve"]) == frames
+
+
+def test_opencv_pack_picked_when_cv2_is_imported(tmp):
+    """Launch mode: at the program's start no OpenCV library is mapped; `import cv2` maps them
+    and tracer picks the opencv pack then."""
+    out, log, frames = os.path.join(tmp, "cv.json"), os.path.join(tmp, "gt.log"), 30
+    tr = subprocess.Popen([lib.TRACER, "-o", out, "--", PYTHON, OPENCV, "--wait-signal",
+                           "--frames", str(frames), "--log", log],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _procs.append(tr)
+    err, stdout = Lines(tr.stderr), Lines(tr.stdout)
+    assert "opencv" in err.until("probe packs waiting for their library to be loaded")
+    pid = int(stdout.until("ready").split()[1])
+    err.until("probing it with the opencv pack")
+    sigusr1(pid)
+    rest_out, rest_err = tr.communicate(timeout=120)
+    assert tr.returncode == 0, "\n".join(err.seen) + rest_err.decode()
+    assert f"py_opencv: {frames} frames" in stdout.buf.decode() + rest_out.decode()
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    check_opencv_spans(trace, read_ground_truth(log), frames)
+    assert wait_probes_gone()
+
+
+def test_opencv_pack_by_pid(tmp):
+    """A running OpenCV pipeline: the pack is picked at the start, with no options."""
+    log, out, frames = os.path.join(tmp, "gt.log"), os.path.join(tmp, "cv.json"), 20
+    pl = subprocess.Popen([PYTHON, OPENCV, "--wait-signal", "--frames", str(frames),
+                           "--log", log], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    _procs.append(pl)
+    pid = int(pl.stdout.readline().split()[1])
+    tr = start_tracer("-p", pid, "-o", out)
+    picked = next(l for l in tr.stderr_lines if "probe packs matching the target:" in l)
+    assert "opencv" in [x.strip() for x in picked.split(":")[-1].split(",")], picked
+    sigusr1(pid)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0
+    trc, err = finish_tracer(tr)
+    assert trc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    check_opencv_spans(trace, read_ground_truth(log), frames)
+    # the summary names the operators as OpenCV users know them
+    for name in CV_OPS:
+        assert any(l.startswith(name + " ") for l in err.splitlines()), (name, err)
