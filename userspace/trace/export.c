@@ -1,65 +1,42 @@
 // SPDX-License-Identifier: MIT
-/* `tracer export TRACE --jsonl|--csv [-o FILE]`: one row per span (name, category, pid, tid,
+/* Export: one row per span (name, category, pid, tid,
  * thread, start_ns, dur_ns, args), the shape BigQuery, DuckDB, Spark and pandas load directly.
  * Two streaming passes: the first learns every thread's last name (a viewer-valid trace may
  * name a thread after its spans), the second writes the rows, naming each span's thread as it
  * was named at that point of the file when it was, so renames are kept. */
-#include "cmd/commands.h"
+#include "trace/export.h"
 #include "trace/json_text.h"
 #include "trace/outfile.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 struct xthread {
 	int64_t tid;
 	char *last; /* the name at the end of the file */
 	char *now;  /* the name at this point of the second pass */
+	UT_hash_handle hh;
 };
 
-struct names {
-	struct xthread *v; /* open addressing on tid */
-	size_t cap, cnt;
-};
-
-static struct xthread *names_get(struct names *n, int64_t tid, bool create)
+/* The thread with this tid; created (unnamed) when create is set, else NULL if unknown. */
+static struct xthread *names_get(struct xthread **names, int64_t tid, bool create)
 {
-	size_t i;
+	struct xthread *t;
 
-	if (create && (n->cnt + 1) * 2 > n->cap) {
-		struct xthread *old = n->v;
-		size_t oldcap = n->cap;
-
-		n->cap = n->cap ? n->cap * 2 : 256;
-		n->v = xcalloc(n->cap, sizeof(*n->v));
-		for (size_t k = 0; k < oldcap; k++) {
-			if (!old[k].last)
-				continue;
-			for (i = (uint64_t)old[k].tid * 0x9e3779b97f4a7c15ull >> 20 & (n->cap - 1);
-			     n->v[i].last; i = (i + 1) & (n->cap - 1))
-				;
-			n->v[i] = old[k];
-		}
-		free(old);
+	HASH_FIND(hh, *names, &tid, sizeof(tid), t);
+	if (!t && create) {
+		t = xcalloc(1, sizeof(*t));
+		t->tid = tid;
+		t->last = xstrdup("");
+		HASH_ADD(hh, *names, tid, sizeof(t->tid), t);
 	}
-	if (!n->cap)
-		return NULL;
-	for (i = (uint64_t)tid * 0x9e3779b97f4a7c15ull >> 20 & (n->cap - 1); n->v[i].last;
-	     i = (i + 1) & (n->cap - 1))
-		if (n->v[i].tid == tid)
-			return &n->v[i];
-	if (!create)
-		return NULL;
-	n->cnt++;
-	n->v[i].tid = tid;
-	n->v[i].last = xstrdup("");
-	return &n->v[i];
+	return t;
 }
 
 static void set_name(char **slot, const char *name)
@@ -68,13 +45,16 @@ static void set_name(char **slot, const char *name)
 	*slot = xstrdup(name);
 }
 
-static void names_free(struct names *n)
+static void names_free(struct xthread **names)
 {
-	for (size_t i = 0; i < n->cap; i++) {
-		free(n->v[i].last);
-		free(n->v[i].now);
+	struct xthread *t, *tmp;
+
+	HASH_ITER(hh, *names, t, tmp) {
+		HASH_DEL(*names, t);
+		free(t->last);
+		free(t->now);
+		free(t);
 	}
-	free(n->v);
 }
 
 static bool is_thread_name(const struct trace_event *ev)
@@ -82,7 +62,7 @@ static bool is_thread_name(const struct trace_event *ev)
 	return ev->ph == 'M' && ev->has_tid && ev->arg_name && !strcmp(ev->name, "thread_name");
 }
 
-static int learn_names(const char *path, struct names *n, char *err, size_t errlen)
+static int learn_names(const char *path, struct xthread **n, char *err, size_t errlen)
 {
 	struct trace_reader *r;
 	struct trace_item it;
@@ -192,7 +172,7 @@ static void row(struct outfile *f, const struct trace_event *ev, const char *thr
 	outfile__puts(f, "}\n");
 }
 
-static int write_rows(const char *path, struct names *n, struct outfile *f, bool csv,
+static int write_rows(const char *path, struct xthread **n, struct outfile *f, bool csv,
 		      uint64_t *rows, char *err, size_t errlen)
 {
 	struct trace_reader *r;
@@ -226,91 +206,29 @@ static int write_rows(const char *path, struct names *n, struct outfile *f, bool
 	return ret;
 }
 
-static const char export_usage[] =
-	"Usage: tracer export TRACE.json[.gz] --jsonl|--csv [-o FILE]\n"
-	"\n"
-	"One row per span: name, category, pid, tid, thread (its name), start_ns (from the\n"
-	"trace's zero), dur_ns, args (JSON) — for BigQuery, DuckDB, Spark, pandas. Output goes\n"
-	"to FILE (.gz compresses) or stdout.\n"
-	"\n"
-	"  --jsonl          one JSON object per line\n"
-	"  --csv            CSV with a header line; args as JSON text\n"
-	"  -o, --output F   write to F instead of stdout\n"
-	"  -h, --help       this text\n"
-	"\n"
-	"Examples:\n"
-	"  tracer export run.json --jsonl -o spans.jsonl.gz\n"
-	"  tracer export run.json --csv | duckdb -c \"SELECT name, quantile_cont(dur_ns, 0.99)\n"
-	"      FROM read_csv_auto('/dev/stdin') GROUP BY name\"\n";
-
-int cmd_export(int argc, char **argv)
+int trace_export(const char *in, const char *out, bool csv, uint64_t *rows, char *err,
+		 size_t errlen)
 {
-	enum { OPT_JSONL = 256, OPT_CSV };
-	static const struct option longopts[] = {
-		{ "jsonl", no_argument, NULL, OPT_JSONL },
-		{ "csv", no_argument, NULL, OPT_CSV },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *in, *out = NULL;
-	struct names names = { 0 };
+	struct xthread *names = NULL;
 	struct outfile *f = NULL;
-	int fmt = 0, ch, ret, cret;
-	uint64_t rows = 0;
-	char err[1024];
+	int ret, cret;
 
-	opterr = 0;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_JSONL:
-		case OPT_CSV:
-			if (fmt && fmt != ch)
-				return usage_error("export", "--jsonl and --csv exclude each other");
-			fmt = ch;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			fputs(export_usage, stdout);
-			return 0;
-		case ':':
-			return usage_error("export", "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("export", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind == argc)
-		return usage_error("export", "no trace given: tracer export TRACE.json --jsonl");
-	if (optind + 1 < argc)
-		return usage_error("export", "unexpected argument '%s'", argv[optind + 1]);
-	if (!fmt)
-		return usage_error("export", "say which format: --jsonl or --csv");
-	in = argv[optind];
-
-	ret = learn_names(in, &names, err, sizeof(err));
-	if (ret < 0) {
-		pr_err("%s", err);
+	*rows = 0;
+	ret = learn_names(in, &names, err, errlen);
+	if (ret < 0)
 		goto out;
-	}
 	ret = outfile__open(&f, out);
 	if (ret) {
-		pr_err("cannot write %s: %s", out ? out : "stdout", strerror(-ret));
+		snprintf(err, errlen, "cannot write %s: %s", out ? out : "stdout", strerror(-ret));
 		goto out;
 	}
-	ret = write_rows(in, &names, f, fmt == OPT_CSV, &rows, err, sizeof(err));
+	ret = write_rows(in, &names, f, csv, rows, err, errlen);
 	cret = outfile__close(f, ret >= 0);
-	if (ret < 0) {
-		pr_err("%s", err);
-	} else if (cret) {
-		pr_err("cannot write %s: %s", out ? out : "stdout", strerror(-cret));
+	if (ret >= 0 && cret) {
+		snprintf(err, errlen, "cannot write %s: %s", out ? out : "stdout", strerror(-cret));
 		ret = cret;
-	} else if (out) {
-		pr_info("wrote %" PRIu64 " spans to %s", rows, out);
 	}
 out:
 	names_free(&names);
-	return ret < 0 ? 1 : 0;
+	return ret < 0 ? ret : 0;
 }

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+/* tracer export: options, usage, one call into trace/export. */
+#include "cmd/commands.h"
+#include "trace/export.h"
+#include "util/util.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+static const char export_usage[] =
+	"Usage: tracer export TRACE.json[.gz] --jsonl|--csv [-o FILE]\n"
+	"\n"
+	"One row per span: name, category, pid, tid, thread (its name), start_ns (from the\n"
+	"trace's zero), dur_ns, args (JSON) — for BigQuery, DuckDB, Spark, pandas. Output goes\n"
+	"to FILE (.gz compresses) or stdout.\n"
+	"\n"
+	"  --jsonl          one JSON object per line\n"
+	"  --csv            CSV with a header line; args as JSON text\n"
+	"  -o, --output F   write to F instead of stdout\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"Examples:\n"
+	"  tracer export run.json --jsonl -o spans.jsonl.gz\n"
+	"  tracer export run.json --csv | duckdb -c \"SELECT name, quantile_cont(dur_ns, 0.99)\n"
+	"      FROM read_csv_auto('/dev/stdin') GROUP BY name\"\n";
+
+int cmd_export(int argc, char **argv)
+{
+	enum { OPT_JSONL = 256, OPT_CSV };
+	static const struct option longopts[] = {
+		{ "jsonl", no_argument, NULL, OPT_JSONL },
+		{ "csv", no_argument, NULL, OPT_CSV },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *out = NULL;
+	int fmt = 0, ch;
+	uint64_t rows;
+	char err[1024];
+
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case OPT_JSONL:
+		case OPT_CSV:
+			if (fmt && fmt != ch)
+				return usage_error("export", "--jsonl and --csv exclude each other");
+			fmt = ch;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			fputs(export_usage, stdout);
+			return 0;
+		case ':':
+			return usage_error("export", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("export", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		return usage_error("export", "no trace given: tracer export TRACE.json --jsonl");
+	if (optind + 1 < argc)
+		return usage_error("export", "unexpected argument '%s'", argv[optind + 1]);
+	if (!fmt)
+		return usage_error("export", "say which format: --jsonl or --csv");
+	if (trace_export(argv[optind], out, fmt == OPT_CSV, &rows, err, sizeof(err))) {
+		pr_err("%s", err);
+		return 1;
+	}
+	if (out)
+		pr_info("wrote %" PRIu64 " span%s to %s", rows, plural_s(rows), out);
+	return 0;
+}
