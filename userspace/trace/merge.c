@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* `tracer merge A.json B.json ... -o ALL.json`: one timeline from several recordings.
+/* Merge: one timeline from several recordings.
  *
  * Clocks. Each recording's times count from its own zero, whose CLOCK_MONOTONIC and wall-clock
  * times its metadata gives (t0_monotonic_ns, t0_realtime_ns). Recordings of one boot are aligned
@@ -15,82 +15,68 @@
  * Everything streams: events are copied input after input, one per line; the inputs' ftrace
  * lines are merged in time order with one reader per input; metadata becomes
  * {"merged": [meta_A, meta_B, ...], "merge": {how}, t0 and duration of the merged zero}. */
-#include "cmd/commands.h"
+#include "trace/merge.h"
 #include "trace/json_text.h"
 #include "trace/outfile.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #define SAME_BOOT_NS 1000000000LL /* boot times closer than this: the same boot */
 #define FLOW_ID_STRIDE (1ull << 40) /* flow ids of input k move up by k strides */
 
-/* A set of positive ids, or a map between them: open addressing, 0 marks a free slot. */
-struct idmap {
-	int64_t *k, *v;
-	size_t cap, cnt;
+/* A set of positive ids, or a map between them; iterated in the order ids were added. */
+struct id_entry {
+	int64_t id, val;
+	UT_hash_handle hh;
 };
 
-static size_t id_slot(const struct idmap *m, int64_t id)
-{
-	size_t i = (uint64_t)id * 0x9e3779b97f4a7c15ull >> 20 & (m->cap - 1);
-
-	while (m->k[i] && m->k[i] != id)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
+struct idmap {
+	struct id_entry *head;
+};
 
 static void idmap_put(struct idmap *m, int64_t id, int64_t val)
 {
-	size_t i;
+	struct id_entry *e;
 
 	if (id <= 0)
 		return;
-	if ((m->cnt + 1) * 2 > m->cap) {
-		struct idmap old = *m;
-
-		m->cap = m->cap ? m->cap * 2 : 64;
-		m->k = xcalloc(m->cap, sizeof(int64_t));
-		m->v = xcalloc(m->cap, sizeof(int64_t));
-		m->cnt = 0;
-		for (size_t j = 0; j < old.cap; j++)
-			if (old.k[j])
-				idmap_put(m, old.k[j], old.v[j]);
-		free(old.k);
-		free(old.v);
+	HASH_FIND(hh, m->head, &id, sizeof(id), e);
+	if (!e) {
+		e = xcalloc(1, sizeof(*e));
+		e->id = id;
+		HASH_ADD(hh, m->head, id, sizeof(e->id), e);
 	}
-	i = id_slot(m, id);
-	if (!m->k[i])
-		m->cnt++;
-	m->k[i] = id;
-	m->v[i] = val;
+	e->val = val;
 }
 
 static bool idmap_get(const struct idmap *m, int64_t id, int64_t *val)
 {
-	size_t i;
+	struct id_entry *e;
 
-	if (!m->cap || id <= 0)
+	if (id <= 0)
 		return false;
-	i = id_slot(m, id);
-	if (!m->k[i])
-		return false;
-	if (val)
-		*val = m->v[i];
-	return true;
+	HASH_FIND(hh, m->head, &id, sizeof(id), e);
+	if (e && val)
+		*val = e->val;
+	return e;
 }
 
 static void idmap_free(struct idmap *m)
 {
-	free(m->k);
-	free(m->v);
+	struct id_entry *e, *tmp;
+
+	HASH_ITER(hh, m->head, e, tmp) {
+		HASH_DEL(m->head, e);
+		free(e);
+	}
 }
 
 struct input {
@@ -255,18 +241,19 @@ static void assign_ids(struct input *in, size_t n, bool one_boot)
 	struct idmap used = { 0 };
 	int64_t next = PID_MAX_LIMIT + 1; /* plainly not a real tid */
 
+	const struct id_entry *e, *tmp;
+
 	for (size_t i = 0; i < n; i++)
-		for (size_t s = 0; s < in[i].ids.cap; s++)
-			if (in[i].ids.k[s] >= next)
-				next = in[i].ids.k[s] + 1;
+		HASH_ITER(hh, in[i].ids.head, e, tmp)
+			if (e->id >= next)
+				next = e->id + 1;
 	for (size_t i = 0; i < n; i++) {
 		const struct idmap *mine = one_boot ? &in[i].evids : &in[i].ids;
-		int64_t *ids = xcalloc(mine->cnt + 1, sizeof(int64_t));
+		int64_t *ids = xcalloc(HASH_COUNT(mine->head) + 1, sizeof(int64_t));
 		size_t cnt = 0;
 
-		for (size_t s = 0; s < mine->cap; s++)
-			if (mine->k[s])
-				ids[cnt++] = mine->k[s];
+		HASH_ITER(hh, mine->head, e, tmp)
+			ids[cnt++] = e->id;
 		qsort(ids, cnt, sizeof(*ids), cmp_i64);
 		for (size_t k = 0; k < cnt; k++) {
 			if (!idmap_get(&used, ids[k], NULL)) {
@@ -468,6 +455,7 @@ static void copy_event(struct writer *w, const struct input *in, size_t k,
 
 static int copy_events(struct writer *w, struct input *in, size_t k)
 {
+	const struct id_entry *e, *tmp;
 	struct trace_reader *r;
 	struct trace_item it;
 	char err[1024];
@@ -486,11 +474,11 @@ static int copy_events(struct writer *w, struct input *in, size_t k)
 	if (ret < 0)
 		return ret;
 	/* processes the input never named: name them after the file */
-	for (size_t s = 0; s < in->pids.cap; s++) {
-		int64_t pid = in->pids.k[s], to = pid;
+	HASH_ITER(hh, in->pids.head, e, tmp) {
+		int64_t pid = e->id, to = pid;
 		char line[512], esc[400];
 
-		if (!pid || idmap_get(&in->named, pid, NULL))
+		if (idmap_get(&in->named, pid, NULL))
 			continue;
 		idmap_get(&in->remap, pid, &to);
 		json_escape(esc, sizeof(esc), in->label, strlen(in->label));
@@ -603,6 +591,7 @@ static int merge_sched(struct writer *w, struct input *in, size_t n)
 static void write_metadata(struct writer *w, struct input *in, size_t n, const char *clock,
 			   int64_t zero_mono, int64_t zero_real)
 {
+	const struct id_entry *e, *tmp;
 	int64_t dur = 0;
 	char esc[1024];
 
@@ -622,11 +611,9 @@ static void write_metadata(struct writer *w, struct input *in, size_t n, const c
 		json_escape(esc, sizeof(esc), in[i].path, strlen(in[i].path));
 		outfile__printf(w->f, "%s{\"file\":\"%s\",\"offset_ns\":%" PRId64 ",\"ids\":{",
 				i ? "," : "", esc, in[i].offset);
-		for (size_t s = 0; s < in[i].remap.cap; s++) {
-			if (!in[i].remap.k[s])
-				continue;
-			outfile__printf(w->f, "%s\"%" PRId64 "\":%" PRId64, first ? "" : ",",
-					in[i].remap.k[s], in[i].remap.v[s]);
+		HASH_ITER(hh, in[i].remap.head, e, tmp) {
+			outfile__printf(w->f, "%s\"%" PRId64 "\":%" PRId64, first ? "" : ",", e->id,
+					e->val);
 			first = false;
 		}
 		outfile__puts(w->f, "}}");
@@ -690,57 +677,13 @@ static int merge(struct input *in, size_t n, const char *out)
 	return ret;
 }
 
-static const char merge_usage[] =
-	"Usage: tracer merge A.json[.gz] B.json[.gz] ... -o ALL.json[.gz]\n"
-	"\n"
-	"One timeline from several recordings (several hosts, processes or runs). Recordings of\n"
-	"one boot are aligned on CLOCK_MONOTONIC (exact), of different boots on the wall clock\n"
-	"(from each file's metadata). Processes stay apart: a pid or tid an earlier file already\n"
-	"uses gets an unused number, and process names say which file they came from.\n"
-	"\n"
-	"  -o, --output F   the merged trace (.gz compresses); required\n"
-	"  -h, --help       this text\n"
-	"\n"
-	"Example:\n"
-	"  tracer merge decode-host.json infer-host.json -o all.json\n";
-
-int cmd_merge(int argc, char **argv)
+int trace_merge(char *const *paths, size_t n, const char *out)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *out = NULL;
-	struct input *in;
-	size_t n;
-	int ch, ret;
+	struct input *in = xcalloc(n, sizeof(*in));
+	int ret;
 
-	opterr = 0;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			fputs(merge_usage, stdout);
-			return 0;
-		case ':':
-			return usage_error("merge", "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("merge", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind == argc)
-		return usage_error("merge", "no traces given: tracer merge A.json B.json -o "
-					       "ALL.json");
-	if (!out)
-		return usage_error("merge", "no output given: add -o ALL.json");
-	n = argc - optind;
-	in = xcalloc(n, sizeof(*in));
 	for (size_t i = 0; i < n; i++) {
-		in[i].path = argv[optind + i];
+		in[i].path = paths[i];
 		in[i].label = strrchr(in[i].path, '/') ? strrchr(in[i].path, '/') + 1 : in[i].path;
 	}
 	/* two inputs of one name (a/run.json, b/run.json): label them by path */
@@ -758,5 +701,5 @@ int cmd_merge(int argc, char **argv)
 		idmap_free(&in[i].remap);
 	}
 	free(in);
-	return ret ? 1 : 0;
+	return ret;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* `tracer repair FILE`: closes a trace that was cut short (tracer killed with SIGKILL, the
+/* Repair: closes a trace that was cut short (tracer killed with SIGKILL, the
  * machine lost power). Every complete event line is kept; the end of the file is rewritten. */
-#include "cmd/commands.h"
+#include "trace/repair.h"
 #include "trace/json_text.h"
 #include "util/util.h"
 
@@ -13,20 +13,6 @@
 #include <unistd.h>
 
 static const char header[] = "{\"traceEvents\":[\n";
-
-static const char repair_usage[] =
-	"Usage: tracer repair FILE\n"
-	"\n"
-	"Closes a trace that was cut short (tracer killed with SIGKILL, the machine stopped):\n"
-	"every complete event is kept and the end of the file is written again, so that Perfetto\n"
-	"and chrome://tracing open it. The file's metadata says it was repaired. A complete file\n"
-	"is left as it is. For a .json.gz, decompress it first (zcat reads what is there).\n"
-	"\n"
-	"Options:\n"
-	"  -h, --help       this text\n"
-	"\n"
-	"Example:\n"
-	"  tracer repair tracer-ffmpeg-1234-20261122-101500.json\n";
 
 /* One line of "traceEvents": a whole JSON object, with a trailing comma. Returns its ts in ns
  * (0 when it has none) or -1 when the line is not a complete event. */
@@ -70,38 +56,29 @@ static bool whole_json(FILE *f)
 	return j != NULL;
 }
 
-int cmd_repair(int argc, char **argv)
+int trace_repair(const char *path)
 {
 	uint64_t good = 0, events = 0, last_ns = 0;
 	char *line = NULL, end[512];
 	size_t cap = 0;
 	ssize_t len;
 	FILE *f;
-	int ret = 1;
+	int ret = -EINVAL;
 
-	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		fputs(repair_usage, stdout);
-		return 0;
-	}
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "tracer: usage: tracer repair FILE (a trace cut short; see tracer "
-				"repair --help)\n");
-		return 2;
-	}
-	if (strlen(argv[1]) > 3 && !strcmp(argv[1] + strlen(argv[1]) - 3, ".gz")) {
+	if (strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz")) {
 		pr_err("cannot repair a .gz file in place: zcat %s > TRACE.json reads what is there, "
-		       "then run tracer repair TRACE.json", argv[1]);
-		return 1;
+		       "then run tracer repair TRACE.json", path);
+		return -EINVAL;
 	}
-	f = fopen(argv[1], "r+e");
+	f = fopen(path, "r+e");
 	if (!f) {
-		pr_err("cannot open %s: %s", argv[1], strerror(errno));
-		return 1;
+		pr_err("cannot open %s: %s", path, strerror(errno));
+		return -errno;
 	}
 	len = getline(&line, &cap, f);
 	if (len != (ssize_t)strlen(header) || strcmp(line, header)) {
 		pr_err("%s is not a trace written by tracer (it starts with {\"traceEvents\":[ on a "
-		       "line of its own)", argv[1]);
+		       "line of its own)", path);
 		goto out;
 	}
 	good = len;
@@ -117,13 +94,13 @@ int cmd_repair(int argc, char **argv)
 	}
 	if (len > 0 && !strncmp(line, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording stopped\"", 44) &&
 	    whole_json(f)) {
-		pr_info("%s is complete: nothing to repair", argv[1]);
+		pr_info("%s is complete: nothing to repair", path);
 		ret = 0;
 		goto out;
 	}
 	/* cut after the last complete event and write the end a recording writes */
 	if (fflush(f) || ftruncate(fileno(f), good) || fseek(f, good, SEEK_SET)) {
-		pr_err("cannot repair %s: %s", argv[1], strerror(errno));
+		pr_err("cannot repair %s: %s", path, strerror(errno));
 		goto out;
 	}
 	fmt_us(end, last_ns);
@@ -136,10 +113,11 @@ int cmd_repair(int argc, char **argv)
 		"metadata are missing\"}}\n",
 		end, (unsigned long long)events);
 	if (fflush(f) || ferror(f)) {
-		pr_err("cannot repair %s: %s", argv[1], strerror(errno));
+		pr_err("cannot repair %s: %s", path, strerror(errno));
 		goto out;
 	}
-	pr_info("repaired %s: kept %llu events", argv[1], (unsigned long long)events);
+	pr_info("repaired %s: kept %llu event%s", path, (unsigned long long)events,
+		plural_s(events));
 	ret = 0;
 out:
 	free(line);

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+/* tracer repair: options, usage, one call into trace/repair. */
+#include "cmd/commands.h"
+#include "trace/repair.h"
+#include "util/util.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+static const char repair_usage[] =
+	"Usage: tracer repair FILE\n"
+	"\n"
+	"Closes a trace that was cut short (tracer killed with SIGKILL, the machine stopped):\n"
+	"every complete event is kept and the end of the file is written again, so that Perfetto\n"
+	"and chrome://tracing open it. The file's metadata says it was repaired. A complete file\n"
+	"is left as it is. For a .json.gz, decompress it first (zcat reads what is there).\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"Example:\n"
+	"  tracer repair tracer-ffmpeg-1234-20261122-101500.json\n";
+
+int cmd_repair(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int ch;
+
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (ch == 'h') {
+			fputs(repair_usage, stdout);
+			return 0;
+		}
+		return usage_error("repair", "unknown option '%s'", argv[optind - 1]);
+	}
+	if (optind == argc)
+		return usage_error("repair", "no trace given: tracer repair TRACE.json");
+	if (optind + 1 < argc)
+		return usage_error("repair", "unexpected argument '%s'", argv[optind + 1]);
+	return trace_repair(argv[optind]) ? 1 : 0;
+}
