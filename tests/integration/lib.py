@@ -1,5 +1,5 @@
 """Helpers for integration tests: start target programs, run tracer, read traces, and check them
-against the rules of shared/trace-format.md and against the targets' ground truth."""
+against the rules of doc/trace-format.md and against the targets' ground truth."""
 import collections
 import gzip
 import json
@@ -132,7 +132,7 @@ def spans(trace):
 
 
 def check_format(trace, text):
-    """Every rule of shared/trace-format.md that applies to what tracer writes. Returns a list
+    """Every rule of doc/trace-format.md that applies to what tracer writes. Returns a list
     of violations (empty when the trace is right)."""
     bad = []
     if not (text.lstrip().startswith('{"') or text.lstrip().startswith('[{"')):

@@ -79,3 +79,29 @@ def test_as_root_without_sudo_says_what_to_do(tmp):
     assert p.returncode != 0, p
     assert p.stderr.strip() == "id needs root (uprobes need CAP_SYS_ADMIN): run it as root " \
         "or install sudo", p.stderr
+
+
+def test_repo_stands_alone(tmp):
+    """Nothing in the repository points at documents outside it (the design notes the project
+    was started from live next to it, not in it), and every doc/ page the README links exists."""
+    outside = re.compile(r"\.\./shared/|\bshared/(design|trace-format|style|targets|pipelines)\.md")
+    bad = []
+    for folder, dirs, files in os.walk(lib.ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__",)]
+        for name in files:
+            path = os.path.join(folder, name)
+            if name.endswith((".png", ".gz", ".o")) or os.path.islink(path):
+                continue
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except (UnicodeDecodeError, OSError):
+                continue
+            bad += [f"{os.path.relpath(path, lib.ROOT)}: {m.group(0)}"
+                    for m in outside.finditer(text)]
+    assert not bad, bad
+    with open(os.path.join(lib.ROOT, "README.md")) as f:
+        links = re.findall(r"\]\(((?:doc|probes|tests|bench)/[^)#]+)", f.read())
+    assert "doc/trace-format.md" in links, links
+    missing = [l for l in links if not os.path.exists(os.path.join(lib.ROOT, l))]
+    assert not missing, missing

@@ -13,7 +13,7 @@ import time
 CHROMIUM = os.environ.get("CHROMIUM", "chromium")
 
 # The flags that make Debian's Chromium run headless on this kind of machine (root, no GPU, no
-# network): see shared/trace-format.md, "Checking a trace in a real browser".
+# network): see doc/trace-format.md, "Checking a trace in a real browser, offline".
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--hide-scrollbars"]

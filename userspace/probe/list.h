@@ -22,7 +22,7 @@ int list__print(const struct mapped_object *objs, size_t nobjs, const char *file
 enum insn_class list__first_insn(int fd, uint64_t offset);
 
 /* The entry cost of a uprobe per hit, by the class of the function's first instruction
- * (measured on kernel 6.18, see shared/targets.md): "0.7us". */
+ * (measured on kernel 6.18, see bench/results.md): "0.7us". */
 const char *list__insn_cost(enum insn_class c);
 
 #endif
