@@ -271,7 +271,7 @@ def disk_full(tmp, name):
 
 
 def check_disk_full(rc, err, out, saved):
-    assert rc != 0, err
+    assert rc == 1, err
     lines = [l for l in err.splitlines()
              if l.startswith("tracer: ") and not l.startswith("tracer: recording ")]
     assert len(lines) == 1, f"want one error line, got: {lines}"
@@ -284,6 +284,9 @@ def check_disk_full(rc, err, out, saved):
     bad = check_format(trace, text)
     assert bad == [], bad
     assert len(spans(trace)) > 100, (len(spans(trace)), len(text))
+    # and it says why it ends there
+    assert trace["metadata"]["stop_reason"] == "write error", trace["metadata"]
+    assert "write_error" in trace["metadata"], trace["metadata"]
     return trace
 
 
