@@ -41,7 +41,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all clean install check unit test-bins demo
+.PHONY: all clean install check check-offline golden-update unit test-bins demo
 
 all: tracer
 
@@ -95,6 +95,14 @@ test-bins: tracer $(UNIT_BINS) $(TARGET_BINS) $(OUTPUT)/fixtures/stamp viewers
 
 check: test-bins
 	$(Q)scripts/as-root.sh python3 tests/run.py --output $(OUTPUT)
+
+# as any user: unit tests and the tests that attach nothing (golden traces, format, docs)
+check-offline: test-bins
+	$(Q)python3 tests/run.py --output $(OUTPUT)
+
+# after a deliberate change of report/export/merge/repair output: review the diff, commit
+golden-update: tracer
+	$(Q)tests/golden/update.sh $(OUTPUT)/tracer
 
 demo: tracer $(OUTPUT)/targets/pipeline
 	$(Q)scripts/demo.sh

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Runs every test: the unit-test binaries (.output/tests/test_*) and the integration tests
 (tests/integration/test_*.py, functions named test_*). Prints one line per test and closes with
-'N passed, N failed[, N skipped]'. Integration tests attach real BPF programs and need root;
-without root they are skipped with a message (CI runs as root and skips nothing)."""
+'N passed, N failed[, N skipped]'. Most integration tests attach real BPF programs and need
+root; without root only those marked @lib.offline run (the offline commands on committed
+traces, the format check, the docs) and the others are skipped, with one line saying why. CI
+runs as root and skips nothing."""
 import argparse
 import importlib.util
 import os
@@ -13,6 +15,7 @@ import time
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NEEDS_ROOT = "needs root (it attaches BPF programs, or drives a browser or targets as root)"
 
 
 def run_unit(output, only):
@@ -74,8 +77,8 @@ def run_integration(output, only):
             name = f"{fname[:-3]}:{n}"
             if only and not any(o in name for o in only):
                 continue
-            if os.geteuid() != 0:
-                r = ("skip", name, "needs root (uprobes need CAP_SYS_ADMIN): run as root")
+            if os.geteuid() != 0 and not getattr(f, "offline", False):
+                r = ("skip", name, NEEDS_ROOT)
             else:
                 start = time.monotonic()
                 with tempfile.TemporaryDirectory(prefix="tracer-test-",
@@ -92,7 +95,7 @@ def run_integration(output, only):
                 name += f" ({time.monotonic() - start:.1f}s)"
                 r = (r[0], name, r[2])
             report(r)
-            if r[0] == "skip":
+            if r[0] == "skip" and r[2] != NEEDS_ROOT:
                 print(f"     {r[2]}")
             results.append(r)
     return results
@@ -109,6 +112,10 @@ def main():
     if not args.unit_only:
         results += run_integration(output, args.only)
     n = {s: sum(1 for r in results if r[0] == s) for s in ("pass", "fail", "skip")}
+    attach = sum(1 for r in results if r[0] == "skip" and r[2] == NEEDS_ROOT)
+    if attach:
+        print(f"{attach} tests skipped: they need root (most attach BPF programs: uprobes need "
+              "CAP_SYS_ADMIN); run as root to run them")
     line = f"{n['pass']} passed, {n['fail']} failed"
     if n["skip"]:
         line += f", {n['skip']} skipped"

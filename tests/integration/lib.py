@@ -18,6 +18,13 @@ class Skip(Exception):
     pass
 
 
+def offline(test):
+    """Marks a test that attaches nothing (it reads committed traces, runs tracer's offline
+    commands, checks files): tests/run.py runs it for any user, not only root."""
+    test.offline = True
+    return test
+
+
 def configure(root, output):
     global ROOT, OUTPUT, TRACER
     ROOT, OUTPUT = root, output

@@ -13,6 +13,7 @@ def one_line(err):
     return lines[0]
 
 
+@lib.offline
 def test_usage_errors(tmp):
     cases = [
         ([], "no target"),
@@ -65,6 +66,7 @@ def test_needs_root(tmp):
     assert "need root" in one_line(p.stderr)
 
 
+@lib.offline
 def test_help(tmp):
     """`tracer help` lists every command (as `perf help` does); `tracer help CMD` is its --help."""
     p = subprocess.run([lib.TRACER, "help"], capture_output=True, text=True)

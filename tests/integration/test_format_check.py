@@ -31,6 +31,7 @@ def first(lines, event):
     return next(i for i, l in enumerate(lines) if f": {event}: " in l)
 
 
+@lib.offline
 def test_scheduler_text_rules_catch_mistakes(tmp):
     trace, text = generated(tmp)
     lines = trace["systemTraceEvents"].split("\n")

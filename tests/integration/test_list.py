@@ -59,6 +59,7 @@ def one_line(err):
     return lines[0]
 
 
+@lib.offline
 def test_list_pipeline_binary(tmp):
     rc, out, err = run("list", lib.target("pipeline"))
     assert rc == 0, err
@@ -121,6 +122,7 @@ def make_input(tmp):
     return path
 
 
+@lib.offline
 def test_list_ffmpeg(tmp):
     assert shutil.which("ffmpeg"), "ffmpeg is not installed (scripts/install-deps.sh installs it)"
     src = make_input(tmp)
@@ -160,6 +162,7 @@ def test_list_ffmpeg(tmp):
     ff.wait()
 
 
+@lib.offline
 def test_list_cxx_demangled(tmp):
     exe = lib.target("cxx_ops")
     rc, out, err = run("list", exe, "onnx::*::Compute")
@@ -190,6 +193,7 @@ def test_list_cxx_demangled(tmp):
     assert "_ZN4onnx" not in out and "onnx::Graph::Run(onnx::Context&)" in out
 
 
+@lib.offline
 def test_list_go_binary(tmp):
     rc, out, err = run("list", os.path.join(lib.OUTPUT, "fixtures", "fix_go_note"))
     assert rc == 0, err
@@ -214,6 +218,7 @@ def test_packs(tmp):
     wait_exit(pl)
 
 
+@lib.offline
 def test_list_errors(tmp):
     notelf = os.path.join(tmp, "notes.txt")
     with open(notelf, "w") as f:

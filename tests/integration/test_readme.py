@@ -38,6 +38,7 @@ def git_status():
                           capture_output=True, text=True, check=True).stdout
 
 
+@lib.offline
 def test_readme_commands_need_no_sudo(tmp):
     demo, check = readme_commands()
     for cmd in (demo, check):
@@ -81,6 +82,7 @@ def test_as_root_without_sudo_says_what_to_do(tmp):
         "or install sudo", p.stderr
 
 
+@lib.offline
 def test_repo_stands_alone(tmp):
     """Nothing in the repository points at documents outside it (the design notes the project
     was started from live next to it, not in it), and every doc/ page the README links exists."""

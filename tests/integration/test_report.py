@@ -422,6 +422,7 @@ def test_export_roundtrip(tmp):
 # ---- memory -------------------------------------------------------------------------------
 
 
+@lib.offline
 def test_report_memory_bounded(tmp):
     """A 200 MB trace (the 1 GB measurement is in the README) in well under 100 MB."""
     path = os.path.join(tmp, "big.json")

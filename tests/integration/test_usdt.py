@@ -58,6 +58,7 @@ def test_usdt_pair_with_semaphore_and_args(tmp):
     assert span_ns >= 0.9 * logged_ns, (span_ns, logged_ns)
 
 
+@lib.offline
 def test_usdt_semaphore_zero_untraced(tmp):
     log = os.path.join(tmp, "usdt.log")
     subprocess.run([target("usdt"), "--steps", "5", "--log", log], check=True, timeout=30,
@@ -104,6 +105,7 @@ def test_python_gc_spans(tmp):
     assert span_ns >= 0.7 * logged_ns, (span_ns, logged_ns)
 
 
+@lib.offline
 def test_list_usdt(tmp):
     p = subprocess.run([lib.TRACER, "list", target("usdt"), "usdt:tracer_test:*"],
                        capture_output=True, text=True, timeout=30)

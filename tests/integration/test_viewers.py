@@ -327,6 +327,7 @@ def complete(words, env=None):
     return [x for x in p.stdout.split("\n") if x]
 
 
+@lib.offline
 def test_bash_completion(tmp):
     p = subprocess.run(["bash", "--norc", "--noprofile", "-c",
                         'source "$1" && complete -p tracer ./tracer', "bash",
@@ -393,6 +394,7 @@ def roff_text(path):
     return re.sub(r"\\f[BIRP]|\\&", "", text.replace("\\-", "-"))
 
 
+@lib.offline
 def test_man_page(tmp):
     page = os.path.join(lib.ROOT, "doc", "tracer.1")
     need(shutil.which("groff"), "groff not installed: apt-get install groff-base")
@@ -547,6 +549,7 @@ def test_html_report_escapes_names(tmp):
     assert facts["hists"][0]["count"] == 49
 
 
+@lib.offline
 def test_html_report_unwritable(tmp):
     path = os.path.join(tmp, "t.json")
     with open(path, "w") as f:
