@@ -91,20 +91,132 @@ static int parse_pids(struct record_opts *o, const char *arg)
 	return ret;
 }
 
+/* Options without a short form. */
+enum record_option {
+	OPT_MIN_DUR = 256,
+	OPT_NO_SCHED,
+	OPT_BUFFER_SIZE,
+	OPT_ENTRY_ONLY,
+	OPT_NO_ARGS,
+	OPT_START_PAUSED,
+	OPT_FOLLOW,
+	OPT_MAX_SIZE,
+	OPT_NO_PYTHON,
+	OPT_PY_RATE,
+};
+
+/* One option of tracer's own (record) command line: 0, or 2 after a usage error. */
+static int record_option(int c, struct record_opts *o, char **argv)
+{
+	char err[512];
+	long mb, hz;
+
+	switch (c) {
+	case 'p':
+		if (parse_pids(o, optarg))
+			return usage_error(NULL, "bad pid list '%s': want PID[,PID...]", optarg);
+		return 0;
+	case 'u':
+		if (probe_specs__add_spec(&o->specs, optarg, err, sizeof(err)))
+			return usage_error(NULL, "%s", err);
+		return 0;
+	case 'P':
+		o->packs = xrealloc(o->packs, o->npacks + 1, sizeof(char *));
+		o->packs[o->npacks++] = optarg;
+		return 0;
+	case 'd':
+		if (parse_duration(optarg, 1000000000ull, &o->duration_ns) ||
+		    !o->duration_ns)
+			return usage_error(NULL, "bad duration '%s': want seconds, or 500ms, 2m",
+					   optarg);
+		return 0;
+	case 'o':
+		o->output = optarg;
+		return 0;
+	case OPT_MIN_DUR:
+		if (parse_duration(optarg, 1000, &o->min_dur_ns))
+			return usage_error(NULL, "bad --min-dur '%s': want microseconds, or 50us, 2ms",
+					   optarg);
+		return 0;
+	case OPT_NO_SCHED:
+		o->no_sched = true;
+		return 0;
+	case OPT_ENTRY_ONLY:
+		o->entry_only = true;
+		return 0;
+	case OPT_NO_ARGS:
+		o->no_args = true;
+		return 0;
+	case OPT_START_PAUSED:
+		o->start_paused = true;
+		return 0;
+	case OPT_FOLLOW:
+		o->follow = true;
+		return 0;
+	case OPT_MAX_SIZE:
+		if (parse_size(optarg, &o->max_size) || o->max_size < 4096)
+			return usage_error(NULL, "bad --max-size '%s': want bytes of at least 4k, or "
+					   "with k, M or G (500M)",
+					   optarg);
+		return 0;
+	case 'a':
+		o->system_wide = true;
+		return 0;
+	case OPT_NO_PYTHON:
+		o->no_python = true;
+		return 0;
+	case OPT_PY_RATE:
+		if (parse_long(optarg, 1, 10000, &hz))
+			return usage_error(NULL, "bad --py-rate '%s': want 1 to 10000 (Hz)", optarg);
+		o->py_hz = hz;
+		return 0;
+	case OPT_BUFFER_SIZE:
+		if (parse_long(optarg, 1, 1024, &mb) || (mb & (mb - 1)))
+			return usage_error(NULL, "bad --buffer-size '%s': want a power of two, 1 to "
+					   "1024 (MB)",
+					   optarg);
+		o->buffer_mb = mb;
+		return 0;
+	case 'q':
+		verbosity = VERB_QUIET;
+		return 0;
+	case 'v':
+		verbosity = VERB_DEBUG;
+		return 0;
+	case 'h':
+		fputs(usage_text, stdout);
+		exit(0);
+	case 'V':
+		printf("tracer %s\n", TRACER_VERSION);
+		exit(0);
+	case ':':
+		return usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
+	default:
+		return usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+	}
+	return 0;
+}
+
+/* What to trace: pids, a command after --, or -a, and only one of them. */
+static int check_target(int argc, char **argv, struct record_opts *o)
+{
+	if (optind < argc && !strcmp(argv[optind - 1], "--"))
+		o->cmd = &argv[optind];
+	else if (optind < argc)
+		return usage_error(NULL, "unexpected argument '%s' (a command to launch goes after --)",
+				   argv[optind]);
+	if (o->cmd && o->npids)
+		return usage_error(NULL, "%s", "give -p PID or -- COMMAND, not both");
+	if (o->system_wide && (o->npids || o->cmd || o->follow))
+		return usage_error(NULL, "%s", "-a traces every process mapping the probed objects: no -p, "
+					 "--follow or command with it");
+	if (!o->npids && !o->cmd && !o->system_wide)
+		return usage_error(NULL, "%s", "no target: give -p PID, -- COMMAND to launch one, or -a");
+	return 0;
+}
+
 static int parse_record(int argc, char **argv, struct record_opts *o)
 {
-	enum {
-		OPT_MIN_DUR = 256,
-		OPT_NO_SCHED,
-		OPT_BUFFER_SIZE,
-		OPT_ENTRY_ONLY,
-		OPT_NO_ARGS,
-		OPT_START_PAUSED,
-		OPT_FOLLOW,
-		OPT_MAX_SIZE,
-		OPT_NO_PYTHON,
-		OPT_PY_RATE,
-	};
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "uprobe", required_argument, NULL, 'u' },
@@ -128,111 +240,17 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	char err[512];
-	long mb, hz;
-	int c;
+	int c, ret;
 
 	o->buffer_mb = 8;
 	o->py_hz = PY_DEFAULT_HZ;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:p:u:P:d:o:aqvhV", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (parse_pids(o, optarg))
-				return usage_error(NULL, "bad pid list '%s': want PID[,PID...]", optarg);
-			break;
-		case 'u':
-			if (probe_specs__add_spec(&o->specs, optarg, err, sizeof(err)))
-				return usage_error(NULL, "%s", err);
-			break;
-		case 'P':
-			o->packs = xrealloc(o->packs, o->npacks + 1, sizeof(char *));
-			o->packs[o->npacks++] = optarg;
-			break;
-		case 'd':
-			if (parse_duration(optarg, 1000000000ull, &o->duration_ns) ||
-			    !o->duration_ns)
-				return usage_error(NULL, "bad duration '%s': want seconds, or 500ms, 2m",
-						   optarg);
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case OPT_MIN_DUR:
-			if (parse_duration(optarg, 1000, &o->min_dur_ns))
-				return usage_error(NULL, "bad --min-dur '%s': want microseconds, or 50us, 2ms",
-						   optarg);
-			break;
-		case OPT_NO_SCHED:
-			o->no_sched = true;
-			break;
-		case OPT_ENTRY_ONLY:
-			o->entry_only = true;
-			break;
-		case OPT_NO_ARGS:
-			o->no_args = true;
-			break;
-		case OPT_START_PAUSED:
-			o->start_paused = true;
-			break;
-		case OPT_FOLLOW:
-			o->follow = true;
-			break;
-		case OPT_MAX_SIZE:
-			if (parse_size(optarg, &o->max_size) || o->max_size < 4096)
-				return usage_error(NULL, "bad --max-size '%s': want bytes of at least 4k, or "
-						   "with k, M or G (500M)",
-						   optarg);
-			break;
-		case 'a':
-			o->system_wide = true;
-			break;
-		case OPT_NO_PYTHON:
-			o->no_python = true;
-			break;
-		case OPT_PY_RATE:
-			if (parse_long(optarg, 1, 10000, &hz))
-				return usage_error(NULL, "bad --py-rate '%s': want 1 to 10000 (Hz)", optarg);
-			o->py_hz = hz;
-			break;
-		case OPT_BUFFER_SIZE:
-			if (parse_long(optarg, 1, 1024, &mb) || (mb & (mb - 1)))
-				return usage_error(NULL, "bad --buffer-size '%s': want a power of two, 1 to "
-						   "1024 (MB)",
-						   optarg);
-			o->buffer_mb = mb;
-			break;
-		case 'q':
-			verbosity = VERB_QUIET;
-			break;
-		case 'v':
-			verbosity = VERB_DEBUG;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
-		case 'V':
-			printf("tracer %s\n", TRACER_VERSION);
-			exit(0);
-		case ':':
-			return usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
-		}
+		ret = record_option(c, o, argv);
+		if (ret)
+			return ret;
 	}
-	if (optind < argc && !strcmp(argv[optind - 1], "--"))
-		o->cmd = &argv[optind];
-	else if (optind < argc)
-		return usage_error(NULL, "unexpected argument '%s' (a command to launch goes after --)",
-				   argv[optind]);
-	if (o->cmd && o->npids)
-		return usage_error(NULL, "%s", "give -p PID or -- COMMAND, not both");
-	if (o->system_wide && (o->npids || o->cmd || o->follow))
-		return usage_error(NULL, "%s", "-a traces every process mapping the probed objects: no -p, "
-					 "--follow or command with it");
-	if (!o->npids && !o->cmd && !o->system_wide)
-		return usage_error(NULL, "%s", "no target: give -p PID, -- COMMAND to launch one, or -a");
-	return 0;
+	return check_target(argc, argv, o);
 }
 
 int cmd_record(int argc, char **argv)

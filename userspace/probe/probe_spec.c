@@ -253,18 +253,13 @@ static int parse_queue(const cJSON *q, struct probe_spec *s, const char *where, 
 	return 0;
 }
 
-static int parse_probe(const cJSON *p, const char *where, struct probe_specs *specs, char *err,
-		       size_t errlen)
+/* Every field of a probe is one tracer knows: a typo is an error, not a silent default. */
+static int check_fields(const cJSON *p, const char *where, char *err, size_t errlen)
 {
 	static const char *const known[] = { "object", "function", "category", "name",
 					     "name_from", "args", "entry_only", "queue",
 					     "usdt", "usdt_end" };
-	const char *object, *function, *category, *name, *name_from, *type, *usdt, *usdt_end;
-	const cJSON *f, *entry_only;
-	struct probe_spec tmp, *s;
-	enum category cat;
-	bool bad = false;
-	int ret;
+	const cJSON *f;
 
 	if (!cJSON_IsObject(p)) {
 		snprintf(err, errlen, "%s: a probe must be an object", where);
@@ -283,6 +278,39 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
+
+/* "usdt": "PROVIDER:NAME" and, for a span, "usdt_end": "NAME" of the same provider. */
+static int parse_usdt_pair(struct probe_spec *spec, const char *usdt, const char *usdt_end,
+			   const char *where, char *err, size_t errlen)
+{
+	char *text = NULL;
+	int ret = 0;
+
+	if (asprintf(&text, "%s%s%s", usdt, usdt_end ? ".." : "", usdt_end ? usdt_end : "") < 0)
+		abort();
+	if (usdt_spec__parse(spec, text) || (usdt_end && strchr(usdt_end, ':'))) {
+		snprintf(err, errlen, "%s: \"usdt\" is \"PROVIDER:NAME\" and \"usdt_end\" "
+				      "a NAME of the same provider", where);
+		ret = -EINVAL;
+	}
+	free(text);
+	return ret;
+}
+
+static int parse_probe(const cJSON *p, const char *where, struct probe_specs *specs, char *err,
+		       size_t errlen)
+{
+	const char *object, *function, *category, *name, *name_from, *type, *usdt, *usdt_end;
+	const cJSON *entry_only;
+	struct probe_spec tmp, *s;
+	enum category cat;
+	bool bad = false;
+	int ret;
+
+	if (check_fields(p, where, err, errlen))
+		return -EINVAL;
 	object = str_field(p, "object", &bad);
 	function = str_field(p, "function", &bad);
 	category = str_field(p, "category", &bad);
@@ -336,19 +364,8 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 		ret = parse_queue(cJSON_GetObjectItemCaseSensitive(p, "queue"), &tmp, where, err,
 				  errlen);
 	tmp.entry_only = cJSON_IsTrue(entry_only);
-	if (!ret && usdt) {
-		char *text = NULL;
-
-		if (asprintf(&text, "%s%s%s", usdt, usdt_end ? ".." : "", usdt_end ? usdt_end : "") <
-		    0)
-			abort();
-		if (usdt_spec__parse(&tmp, text) || (usdt_end && strchr(usdt_end, ':'))) {
-			snprintf(err, errlen, "%s: \"usdt\" is \"PROVIDER:NAME\" and \"usdt_end\" "
-					      "a NAME of the same provider", where);
-			ret = -EINVAL;
-		}
-		free(text);
-	}
+	if (!ret && usdt)
+		ret = parse_usdt_pair(&tmp, usdt, usdt_end, where, err, errlen);
 	for (int i = 0; !ret && tmp.entry_only && i < tmp.nargs; i++) {
 		if (tmp.args[i].idx == ARG_RET) {
 			snprintf(err, errlen, "%s: an entry_only probe has no return value", where);
