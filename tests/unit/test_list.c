@@ -3,6 +3,7 @@
  * offset, the cost shown per class, which packs apply to a process, and the shipped packs
  * (ffmpeg, glibc). Run from the repository root (packs are read from probes/). */
 #include "probe/list.h"
+#include "probe/packs.h"
 #include "unit.h"
 
 #include <fcntl.h>
@@ -112,14 +113,14 @@ static void test_shipped_packs(void)
 	CHECK(ff && gl && pl);
 	if (!ff || !gl || !pl)
 		goto out;
-	CHECK(pack__applies(ff, ffmpeg, 4));
-	CHECK(!pack__applies(ff, plain, 2));
-	CHECK(!pack__applies(ff, pipeline, 2));
-	CHECK(pack__applies(pl, pipeline, 2));
-	CHECK(!pack__applies(pl, ffmpeg, 4));
+	CHECK(probe_pack__applies(ff, ffmpeg, 4));
+	CHECK(!probe_pack__applies(ff, plain, 2));
+	CHECK(!probe_pack__applies(ff, pipeline, 2));
+	CHECK(probe_pack__applies(pl, pipeline, 2));
+	CHECK(!probe_pack__applies(pl, ffmpeg, 4));
 	/* every process maps libc: glibc is only used when asked for */
 	CHECK(gl->when_cnt == 0);
-	CHECK(!pack__applies(gl, ffmpeg, 4) && !pack__applies(gl, plain, 2));
+	CHECK(!probe_pack__applies(gl, ffmpeg, 4) && !probe_pack__applies(gl, plain, 2));
 
 	s = find_spec(ff_specs, "av_thread_message_queue_recv");
 	CHECK(s && s->cat == CAT_QUEUE && s->name && !strcmp(s->name, "Wait on Input Queue"));
