@@ -168,3 +168,23 @@ def test_cxx_hazard_warning_and_entry_only(tmp):
     instants = [e for e in trace["traceEvents"] if e["ph"] == "i" and e["name"] == "onnx::Conv::Compute"]
     assert len(instants) > 100 and not spans(trace)
     p.kill()
+
+
+def test_uprobe_on_library_loaded_later_in_launch_mode(tmp):
+    """A -u spec on a library the launched program dlopens later waits for it (no error at the
+    start), is probed when it appears, and names it without its .so suffix, as bpftrace users
+    write it; a spec whose library never comes is one warning at the end."""
+    out = os.path.join(tmp, "late.json")
+    rc, err = lib.run_tracer("-u", "operator:libplugin:plugin_work",
+                             "-u", "decode:libnever:never_called", "-o", out, "--",
+                             lib.target("spawner"), "dlopen", lib.target("libplugin.so"), "150",
+                             timeout=120)
+    assert rc == 0, err
+    assert "-u 'operator:libplugin:plugin_work': no object 'libplugin' is mapped yet" in err, err
+    never = [l for l in err.splitlines() if "matched nothing while recording" in l]
+    assert len(never) == 1 and "libnever" in never[0], err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    calls = [e for e in spans(trace) if e["name"] == "plugin_work"]
+    # 150 calls 10 ms apart; probed within a rescan (0.5 s) of the dlopen
+    assert 90 <= len(calls) <= 150, len(calls)

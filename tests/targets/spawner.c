@@ -89,7 +89,10 @@ int main(int argc, char **argv)
 		wait_signal();
 		return do_dlopen(argv[3], atoi(argv[4]));
 	}
+	/* launch mode (tracer -- spawner dlopen ...): at once */
+	if (argc == 4 && !strcmp(argv[1], "dlopen"))
+		return do_dlopen(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: spawner --wait-signal fork N PROGRAM ARGS... | "
-			"--wait-signal dlopen LIBRARY N\n");
+			"[--wait-signal] dlopen LIBRARY N\n");
 	return 2;
 }

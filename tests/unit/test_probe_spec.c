@@ -347,6 +347,23 @@ static void test_pipeline_pack_lines(void)
 	probe_specs__free(&specs);
 }
 
+/* Object names as bpftrace users write them: without the .so and its version. */
+static void test_object_matches(void)
+{
+	CHECK(probe_spec__object_matches("libavcodec.so.*", "libavcodec.so.59.37.100"));
+	CHECK(probe_spec__object_matches("libavcodec", "libavcodec.so.59.37.100"));
+	CHECK(probe_spec__object_matches("libavcodec", "libavcodec.so"));
+	CHECK(probe_spec__object_matches("libgstvideo", "libgstvideo-1.0.so.0"));
+	CHECK(probe_spec__object_matches("pipeline", "pipeline"));
+	CHECK(probe_spec__object_matches("*", "anything.so.1"));
+	/* a prefix is not a name: libavcodec is not libavcodec_extra, nor libav */
+	CHECK(!probe_spec__object_matches("libav", "libavcodec.so.59"));
+	CHECK(!probe_spec__object_matches("libavcodec", "libavcodec_extra.so.59"));
+	/* a glob that names a .so is taken as written */
+	CHECK(!probe_spec__object_matches("libavcodec.so.58", "libavcodec.so.59"));
+	CHECK(!probe_spec__object_matches("python3", "python3.11"));
+}
+
 int main(int argc, char **argv)
 {
 	RUN(test_category_names);
@@ -365,5 +382,6 @@ int main(int argc, char **argv)
 	RUN(test_pack_load_missing_file);
 	RUN(test_real_packs);
 	RUN(test_pipeline_pack_lines);
+	RUN(test_object_matches);
 	UNIT_EXIT();
 }

@@ -102,7 +102,7 @@ static char *packs_of(const struct pack_set *set, const char *object, const char
 			const struct probe_spec *spec = &set->specs[p].v[s];
 			const char *cat = category__name(spec->cat);
 
-			if (fnmatch(spec->object, object, 0) ||
+			if (!probe_spec__object_matches(spec->object, object) ||
 			    !demangle__match(spec->function, sym))
 				continue;
 			out = xrealloc(out, len + strlen(pack) + strlen(cat) + 3, 1);

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -45,6 +46,21 @@ static void spec__free(struct probe_spec *s)
 	free(s->usdt_provider);
 	free(s->usdt_name);
 	free(s->usdt_end);
+}
+
+bool probe_spec__object_matches(const char *glob, const char *base)
+{
+	char versioned[512];
+
+	if (!fnmatch(glob, base, 0))
+		return true;
+	if (strstr(glob, ".so") || strlen(glob) > sizeof(versioned) - 8)
+		return false;
+	snprintf(versioned, sizeof(versioned), "%s.so*", glob);
+	if (!fnmatch(versioned, base, 0))
+		return true;
+	snprintf(versioned, sizeof(versioned), "%s-*.so*", glob);
+	return !fnmatch(versioned, base, 0);
 }
 
 int usdt_spec__parse(struct probe_spec *s, const char *text)

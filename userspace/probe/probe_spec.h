@@ -56,6 +56,11 @@ struct probe_spec {
 /* Parses "PROVIDER:NAME[..END]" (globs; END a name of the same provider). 0 or -EINVAL. */
 int usdt_spec__parse(struct probe_spec *s, const char *text);
 
+/* Whether an object glob names the object with this file name. As in bpftrace, a name without
+ * ".so" also matches its versioned library: "libavcodec" is libavcodec.so.59, "libgstvideo"
+ * libgstvideo-1.0.so.0. */
+bool probe_spec__object_matches(const char *glob, const char *base);
+
 struct probe_pack {
 	char *name;
 	char *description;

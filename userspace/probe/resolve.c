@@ -289,7 +289,7 @@ static void no_match_error(const struct probe_spec *spec, struct target *targets
 				near_names__offer(&nr, o->base);
 				continue;
 			}
-			if (fnmatch(spec->object, o->base, 0))
+			if (!probe_spec__object_matches(spec->object, o->base))
 				continue;
 			syms = sym_cache__get(cache, o);
 			for (size_t k = 0; syms && k < syms->cnt; k++) {
@@ -310,6 +310,23 @@ static void no_match_error(const struct probe_spec *spec, struct target *targets
 	near_names__free(&nr);
 }
 
+/* An object glob that matches nothing mapped but is a typo away from a mapped object's name
+ * ("pipelin"): a mistake to report now, not a library to wait for. */
+static bool misspelled_object(const struct probe_spec *spec, const struct target *targets,
+			      size_t ntargets)
+{
+	struct near_names nr;
+	bool near;
+
+	near_names__init(&nr, spec->object);
+	for (size_t t = 0; t < ntargets; t++)
+		for (size_t i = 0; i < targets[t].nobjs; i++)
+			near_names__offer(&nr, targets[t].objs[i].base);
+	near = nr.name[0] && nr.dist[0] <= 2;
+	near_names__free(&nr);
+	return near;
+}
+
 int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
 		    unsigned int flags, struct probe_table *table, struct attach_sites *sites,
 		    char *err, size_t errlen)
@@ -327,7 +344,7 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 				const struct mapped_object *o = &targets[t].objs[i];
 				struct elf_syms *syms;
 
-				if (fnmatch(spec->object, o->base, 0))
+				if (!probe_spec__object_matches(spec->object, o->base))
 					continue;
 				object_matched = true;
 				if (spec->usdt_name) {
@@ -365,6 +382,12 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 		if (!matched && (spec->optional || (flags & RESOLVE_LENIENT))) {
 			pr_debug("%s: nothing matches '%s:%s' here; skipped", spec->origin,
 				 spec->object, spec->function);
+			continue;
+		}
+		/* its library is not loaded yet: probed when it is (tracked__rescan) */
+		if (!object_matched && !misspelled_object(spec, targets, ntargets)) {
+			pr_info("%s: no object '%s' is mapped yet: probing it when one is loaded",
+				spec->origin, spec->object);
 			continue;
 		}
 		if (!matched) {

@@ -203,6 +203,24 @@ static void finish_overhead(struct recording *r)
 }
 
 /* Detach, recording__drain, close what is open, write the end of the file, print the summary. */
+/* A -u spec whose object was never loaded while recording: one line, at the end. */
+static void warn_never_matched(const struct recording *r)
+{
+	const struct probe_specs *specs = &r->opts->specs;
+	const struct probe_table *probes = &r->tracked.probes;
+
+	for (size_t s = 0; s < specs->cnt; s++) {
+		bool used = false;
+
+		for (size_t i = 0; i < probes->cnt && !used; i++)
+			used = probes->v[i].spec == &specs->v[s];
+		if (!used && !specs->v[s].optional)
+			pr_warn("%s matched nothing while recording: no object '%s' with '%s' was "
+				"loaded (see tracer list -p PID)", specs->v[s].origin,
+				specs->v[s].object, specs->v[s].function);
+	}
+}
+
 int recording__finish(struct recording *r)
 {
 	uint64_t counters[CNT_MAX];
@@ -213,7 +231,7 @@ int recording__finish(struct recording *r)
 	if (r->skel->bss->phase != PHASE_PAUSED)
 		r->skel->bss->phase = PHASE_DETACHING;
 	attach__detach(&r->tracked.attachment);
-	/* every producer stops before the recording__drain: a busy target's context switches would
+	/* every producer stops before the drain: a busy target's context switches would
 	 * otherwise keep a slow reader draining for as long as the load lasts */
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);
@@ -237,6 +255,7 @@ int recording__finish(struct recording *r)
 		       strstr(r->path, ".gz") ? "; a .gz file may be cut short" : " and is valid");
 		return err;
 	}
+	warn_never_matched(r);
 	if (verbosity >= VERB_NORMAL)
 		summary__print(stderr, &r->consumer.summary, &r->consumer.threads, r->end - r->t0,
 			       counters);

@@ -244,7 +244,8 @@ static const char *const lib_dirs[] = { "/usr/lib/x86_64-linux-gnu", "/lib/x86_6
 static bool wanted(const struct tracked *t, const char *base)
 {
 	for (size_t s = 0; s < t->specs->cnt; s++)
-		if (strcmp(t->specs->v[s].object, "*") && !fnmatch(t->specs->v[s].object, base, 0))
+		if (strcmp(t->specs->v[s].object, "*") &&
+		    probe_spec__object_matches(t->specs->v[s].object, base))
 			return true;
 	return false;
 }
