@@ -111,3 +111,41 @@ def test_opencv_pack_by_pid(tmp):
     # the summary names the operators as OpenCV users know them
     for name in CV_OPS:
         assert any(l.startswith(name + " ") for l in err.splitlines()), (name, err)
+
+
+TORCH_LOADER = os.path.join(lib.ROOT, "tests", "targets", "py_torch_loader.py")
+
+
+def test_pytorch_pack_with_dataloader_workers(tmp):
+    """tracer --follow -- python3 train.py: the pytorch pack is picked at `import torch` and
+    names every ATen operator as the PyTorch profiler does, nested as they run, in the main
+    process (the model) and in the DataLoader's worker processes (the transforms)."""
+    out, batches = os.path.join(tmp, "torch.json"), 30
+    rc, err = lib.run_tracer("--follow", "-o", out, "--", PYTHON, TORCH_LOADER, str(batches),
+                             timeout=180)
+    assert rc == 0, err
+    assert "probing it with the pytorch pack" in err, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    ev = spans(trace)
+    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    convs = [e for e in ev if e["name"] == "aten::conv2d"]
+    main = min(names)  # the launched process: its workers are forked after it
+    # the model: two convolutions and one linear layer per batch, in the main process only
+    assert len(convs) == 2 * batches and {e["pid"] for e in convs} == {main}, len(convs)
+    assert len([e for e in ev if e["name"] == "aten::linear"]) == batches
+    assert all(e["cat"] == "operator" for e in convs)
+    # nested as they run: aten::conv2d > aten::convolution on the same thread
+    def inside(e, name):
+        return any(p["name"] == name and p["tid"] == e["tid"] and p["ts"] <= e["ts"] and
+                   e["ts"] + e["dur"] <= p["ts"] + p["dur"] for p in ev)
+    inner = [e for e in ev if e["name"] == "aten::convolution"]
+    assert len(inner) == len(convs) and all(inside(e, "aten::conv2d") for e in inner)
+    # ... and under the Python function that ran the model
+    assert all(inside(e, "infer") for e in convs)
+    # the transforms run in the two worker processes: one flip per sample, 8 per batch
+    flips = [e for e in ev if e["name"] == "aten::flip"]
+    workers = {e["pid"] for e in flips}
+    assert len(workers) == 2 and main not in workers, workers
+    assert len(flips) >= 8 * batches and len(flips) % 8 == 0, len(flips)

@@ -108,6 +108,33 @@ static void probe__set_cfg(struct probe *p, const struct probe_spec *spec, bool 
 		c->flags |= PROBE_ARGS;
 }
 
+/* A span's name: the spec's, else the function's (C++: demangled without its parameters,
+ * "onnx::Conv::Compute"). A '*' in the spec's name stands for what the '*' of its function
+ * glob matched: "aten::*" for at::_ops::*::call names at::_ops::conv2d::call "aten::conv2d". */
+static char *span_name(const struct probe_spec *spec, const char *sym)
+{
+	const struct demangled *d = demangle__get(sym);
+	const char *base = d ? d->base : sym, *star = spec->name ? strchr(spec->name, '*') : NULL;
+	const char *glob_star = strchr(spec->function, '*');
+	size_t pre, post, len = strlen(base);
+	char *name;
+
+	if (!spec->name)
+		return xstrdup(base);
+	if (!star || !glob_star || strpbrk(glob_star + 1, "*?[") ||
+	    strpbrk(spec->function, "?[") || strchr(star + 1, '*'))
+		return xstrdup(spec->name);
+	pre = glob_star - spec->function;
+	post = strlen(glob_star + 1);
+	if (len < pre + post || strncmp(base, spec->function, pre) ||
+	    strcmp(base + len - post, glob_star + 1))
+		return xstrdup(base);
+	if (asprintf(&name, "%.*s%.*s%s", (int)(star - spec->name), spec->name,
+		     (int)(len - pre - post), base + pre, star + 1) < 0)
+		abort();
+	return name;
+}
+
 static int probe_table__add(struct probe_table *t, const struct probe_spec *spec,
 			    const struct mapped_object *o, const struct elf_sym *sym,
 			    bool entry_only)
@@ -121,10 +148,7 @@ static int probe_table__add(struct probe_table *t, const struct probe_spec *spec
 	p = &t->v[t->cnt];
 	p->cat = spec->cat;
 	p->function = xstrdup(sym->name);
-	/* C++: the demangled name without its parameters, "onnx::Conv::Compute" */
-	p->name = xstrdup(spec->name		     ? spec->name
-			  : demangle__get(sym->name) ? demangle__get(sym->name)->base
-						     : sym->name);
+	p->name = span_name(spec, sym->name);
 	p->object = xstrdup(o->base);
 	p->dev = o->dev;
 	p->ino = o->ino;

@@ -193,6 +193,25 @@ static size_t all_views(const struct tracked *t, struct target *views)
 	return t->ntargets;
 }
 
+/* Return probes on C++ functions crash a process when an exception unwinds through one: say so
+ * when a pack picked late probes C++ in a process that uses exceptions. */
+static void warn_cxx(const struct tracked *t, size_t first, const struct target *tg,
+		     const char *pack)
+{
+	bool cxx = false;
+
+	for (size_t i = first; i < t->probes.cnt && !cxx; i++)
+		cxx = !strncmp(t->probes.v[i].function, "_Z", 2) &&
+		      !(t->probes.v[i].cfg.flags & PROBE_ENTRY_ONLY);
+	for (size_t k = 0; cxx && k < tg->nobjs; k++)
+		if (!fnmatch("libstdc++.so*", tg->objs[k].base, 0)) {
+			pr_warn("pid %d uses C++ exceptions: if one unwinds through a function the %s "
+				"pack probes (an error your code catches), its return probe crashes "
+				"the process; use --entry-only then", tg->pid, pack);
+			return;
+		}
+}
+
 /* The late packs a target now maps the library of: picked and attached. */
 static int pick_late_packs(struct tracked *t, char *err, size_t errlen)
 {
@@ -202,7 +221,7 @@ static int pick_late_packs(struct tracked *t, char *err, size_t errlen)
 		struct late_pack *l = &t->late[k];
 		const struct mapped_object *why = NULL;
 		struct target *views;
-		size_t i, n;
+		size_t i, n, first;
 
 		for (i = 0; !l->picked && i < t->ntargets && !why; i++)
 			why = probe_pack__reason(&l->pack, t->targets[i].objs, t->resolved[i]);
@@ -213,9 +232,12 @@ static int pick_late_packs(struct tracked *t, char *err, size_t errlen)
 			why->base, l->pack.name);
 		views = xcalloc(t->ntargets + 1, sizeof(*views));
 		n = all_views(t, views);
+		first = t->probes.cnt;
 		ret = attach_specs(t, l->specs, views, n, t->resolve_flags | RESOLVE_LENIENT, err,
 				   errlen);
 		free_views(views, n);
+		if (!ret)
+			warn_cxx(t, first, &t->targets[i - 1], l->pack.name);
 	}
 	return ret;
 }
