@@ -149,3 +149,33 @@ def test_pytorch_pack_with_dataloader_workers(tmp):
     workers = {e["pid"] for e in flips}
     assert len(workers) == 2 and main not in workers, workers
     assert len(flips) >= 8 * batches and len(flips) % 8 == 0, len(flips)
+
+
+GST_PIPELINE = ["gst-launch-1.0", "-q", "videotestsrc", "num-buffers=4000", "!",
+                "video/x-raw,width=640,height=480", "!", "videoconvert", "!",
+                "video/x-raw,format=I420", "!", "videoscale", "!",
+                "video/x-raw,width=320,height=240", "!", "queue", "!", "fakesink", "sync=false"]
+
+
+def test_gstreamer_pack_picked_when_plugins_load(tmp):
+    """gst-launch-1.0 loads its plugins (and libgstvideo with them) after it starts: the
+    gstreamer pack is picked then, and the conversions show on the element's thread."""
+    out = os.path.join(tmp, "gst.json")
+    rc, err = lib.run_tracer("-o", out, "--", *GST_PIPELINE, timeout=180)
+    assert rc == 0, err
+    assert "probing it with the gstreamer pack" in err, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    threads = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+               if e["ph"] == "M" and e["name"] == "thread_name"}
+    conv = [e for e in spans(trace) if e["name"] == "gst_video_converter_frame"]
+    # videoconvert and videoscale each convert every frame once probed (4000 frames, 2 each)
+    assert 100 < len(conv) <= 2 * 4000, len(conv)
+    assert {e["cat"] for e in conv} == {"operator"}
+    # upstream of the queue, both run on the source's streaming thread (named by the kernel
+    # within 15 characters)
+    assert {threads[e["tid"]] for e in conv} == {"videotestsrc0:s"}, \
+        {threads.get(e["tid"]) for e in conv}
+    # the queue's thread is named by its element too, and the verdict names the source's
+    p = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
+    assert "queue0:src" in p.stdout and "bottleneck: videotestsrc0:s" in p.stdout, p.stdout
