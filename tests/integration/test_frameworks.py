@@ -179,3 +179,32 @@ def test_gstreamer_pack_picked_when_plugins_load(tmp):
     # the queue's thread is named by its element too, and the verdict names the source's
     p = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
     assert "queue0:src" in p.stdout and "bottleneck: videotestsrc0:s" in p.stdout, p.stdout
+
+
+def test_follow_takes_in_existing_workers(tmp):
+    """-p PARENT --follow: the worker processes the parent forked before tracer started are
+    followed too (their native spans and Python frames), not only the ones it forks later."""
+    out = os.path.join(tmp, "workers.json")
+    p = subprocess.Popen([PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_workers.py"),
+                          "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _procs.append(p)
+    ready = p.stdout.readline().split()
+    assert ready[0] == "ready", ready
+    parent, kids = int(ready[1]), {int(k) for k in ready[2:]}
+    tr = start_tracer("-p", parent, "--follow", "-d", "1.5", "-o", out)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert "following 2 processes the targets started before" in err, err
+    assert "recording 3 functions in 3 processes" in err, err
+    # the summary has a line per process
+    rows = err[err.index("\nPROCESS"):].split("\n")[2:5]
+    assert {int(r.split()[1]) for r in rows} == kids | {parent}, rows
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    crunch = [e for e in spans(trace) if e["name"] == "crunch"]
+    assert {e["pid"] for e in crunch} == kids, ({e["pid"] for e in crunch}, kids)
+    # every worker is a process of the trace, named
+    procs = {e["pid"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    assert kids | {parent} <= procs, procs
+    wait_exit(p)

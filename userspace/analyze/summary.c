@@ -90,6 +90,28 @@ static int by_pid_tid(const void *a, const void *b)
 	return x->pid != y->pid ? x->pid - y->pid : x->tid - y->tid;
 }
 
+/* With several processes (--follow, -p A,B, workers): one line each, by pid and command (its
+ * main thread's name). order is sorted by pid, then tid. */
+static void print_processes(FILE *f, const struct thread **order, size_t n)
+{
+	if (!n || order[0]->pid == order[n - 1]->pid)
+		return;
+	fprintf(f, "\n%-16s %7s %8s %9s\n", "PROCESS", "PID", "THREADS", "SPANS");
+	for (size_t i = 0, end; i < n; i = end) {
+		const char *comm = "?";
+		char name[4 * COMM_LEN + 8];
+		unsigned long long spans = 0;
+
+		for (end = i; end < n && order[end]->pid == order[i]->pid; end++) {
+			spans += order[end]->spans;
+			if (order[end]->tid == order[end]->pid)
+				comm = order[end]->name;
+		}
+		fprintf(f, "%-16s %7d %8zu %9llu\n", printable(comm, name, sizeof(name)),
+			order[i]->pid, end - i, spans);
+	}
+}
+
 static void print_threads(FILE *f, const struct threads *ts)
 {
 	const struct thread **order = xcalloc(ts->cnt, sizeof(*order));
@@ -121,6 +143,7 @@ static void print_threads(FILE *f, const struct threads *ts)
 			100.0 * t->state_ns[TS_BLOCKED] / seen, 100.0 * t->queue_ns / seen,
 			(unsigned long long)t->spans);
 	}
+	print_processes(f, order, n);
 	free(order);
 }
 

@@ -83,9 +83,10 @@ static int prepare(struct recording *r)
 	err = recording__check_targets(r);
 	if (err)
 		return err;
-	/* stacks are read from the first probe hit on */
-	for (size_t i = 0; i < r->primary; i++)
-		py_record__add_pid(&r->py, r->tracked.targets[i].pid);
+	/* stacks are read from the first probe hit on; -a's pseudo-target is pid 0 */
+	for (size_t i = 0; i < r->tracked.ntargets; i++)
+		if (r->tracked.targets[i].pid > 0)
+			py_record__add_pid(&r->py, r->tracked.targets[i].pid);
 	err = tracked__attach_new(&r->tracked, !opts->follow, r->err, sizeof(r->err));
 	if (err) {
 		pr_err("%s", r->err);
@@ -141,10 +142,14 @@ static void announce(const struct recording *r)
 {
 	size_t n = r->tracked.attachment.nprobes;
 
-	pr_info("recording %zu function%s in %s (%s); Ctrl-C to stop", n, n == 1 ? "" : "s",
-		r->opts->system_wide ? "every process mapping them"
-		: r->primary == 1    ? "1 process"
-				     : "several processes",
+	size_t procs = r->tracked.ntargets;
+	char where[64];
+
+	if (r->opts->system_wide)
+		snprintf(where, sizeof(where), "every process mapping them");
+	else
+		snprintf(where, sizeof(where), "%zu process%s", procs, procs == 1 ? "" : "es");
+	pr_info("recording %zu function%s in %s (%s); Ctrl-C to stop", n, plural_s(n), where,
 		r->multi ? "uprobe_multi" : "uprobe per function");
 	if (r->opts->start_paused)
 		pr_info("paused until SIGUSR1 (kill -USR1 %d)", getpid());

@@ -3,6 +3,7 @@
 #include "record/recording.h"
 #include "probe/packs.h"
 #include "trace/trace_file.h"
+#include "util/proc.h"
 #include "util/util.h"
 #include "tracer.skel.h"
 
@@ -10,6 +11,33 @@
 #include <fnmatch.h>
 #include <time.h>
 #include <unistd.h>
+
+/* --follow: the processes the targets started before tracer did (DataLoader workers, a pool)
+ * are followed too, as the ones they start from now on will be. */
+static void add_descendants(struct recording *r)
+{
+	char names[512] = "";
+	size_t added = 0;
+
+	for (size_t i = 0; i < r->primary; i++) {
+		int *pids, pid = r->tracked.targets[i].pid;
+		size_t n = proc__descendants(pid, &pids);
+
+		for (size_t k = 0; k < n; k++) {
+			if (tracked__add(&r->tracked, pids[k], r->err, sizeof(r->err))) {
+				pr_debug("pid %d: %s", pids[k], r->err); /* gone, or given twice */
+				continue;
+			}
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%d (%s)",
+				 added++ ? ", " : "", pids[k],
+				 r->tracked.targets[r->tracked.ntargets - 1].comm);
+		}
+		free(pids);
+	}
+	if (added)
+		pr_info("following %zu process%s the targets started before: %s", added,
+			added == 1 ? "" : "es", names);
+}
 
 int recording__open_targets(struct recording *r)
 {
@@ -22,6 +50,8 @@ int recording__open_targets(struct recording *r)
 		}
 	}
 	r->primary = r->alive = r->tracked.ntargets;
+	if (o->follow)
+		add_descendants(r);
 	return 0;
 }
 

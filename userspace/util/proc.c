@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "proc.h"
+#include "util/proc.h"
+#include "util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -33,11 +36,47 @@ int proc_stat__read(int pid, int tid, struct proc_stat *st)
 	memset(st, 0, sizeof(*st));
 	snprintf(st->comm, sizeof(st->comm), "%.*s", (int)(p - open_paren - 1), open_paren + 1);
 	/* after comm: state (field 3), then utime and stime (14, 15), starttime (22) */
-	if (sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+	if (sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
 			  "%*d %*d %llu",
-		   &st->state, &st->utime, &st->stime, &st->start_time) != 4)
+		   &st->state, &st->ppid, &st->utime, &st->stime, &st->start_time) != 5)
 		return -EINVAL;
 	return 0;
+}
+
+size_t proc__descendants(int pid, int **pids)
+{
+	struct { int pid, ppid; } *all = NULL;
+	size_t n = 0, cap = 0, found = 0;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	*pids = NULL;
+	while (d && (de = readdir(d))) {
+		struct proc_stat st;
+		int p = atoi(de->d_name);
+
+		if (p <= 0 || proc_stat__read(p, 0, &st))
+			continue;
+		if (n == cap)
+			all = xrealloc(all, cap = cap ? 2 * cap : 256, sizeof(*all));
+		all[n].pid = p;
+		all[n++].ppid = st.ppid;
+	}
+	if (d)
+		closedir(d);
+	/* breadth first: the list grows as children of what it holds are found */
+	for (size_t k = 0; k <= found; k++) {
+		int parent = k ? (*pids)[k - 1] : pid;
+
+		for (size_t i = 0; i < n; i++) {
+			if (all[i].ppid != parent)
+				continue;
+			*pids = xrealloc(*pids, found + 1, sizeof(int));
+			(*pids)[found++] = all[i].pid;
+		}
+	}
+	free(all);
+	return found;
 }
 
 uint64_t proc_stat__cpu_ns(const struct proc_stat *st)
