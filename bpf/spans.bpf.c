@@ -230,12 +230,13 @@ int BPF_KPROBE(stop_at_entry)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (tgid == launch_pid) {
-		bpf_send_signal(19 /* SIGSTOP */);
-	} else if (bpf_map_delete_elem(&stop_pids, &tgid) == 0) {
-		/* a followed exec: userspace attaches to the new program, then resumes it */
+	/* a followed exec (the launched command's own too: `sh -c 'exec prog'`): userspace
+	 * attaches to the new program, then resumes it */
+	if (bpf_map_delete_elem(&stop_pids, &tgid) == 0) {
 		task_event(bpf_get_current_task_btf(), NULL, TASK_AT_ENTRY,
 			   bpf_get_current_task_btf()->comm);
+		bpf_send_signal(19 /* SIGSTOP */);
+	} else if (tgid == launch_pid) {
 		bpf_send_signal(19 /* SIGSTOP */);
 	}
 	return 0;

@@ -188,3 +188,23 @@ def test_uprobe_on_library_loaded_later_in_launch_mode(tmp):
     calls = [e for e in spans(trace) if e["name"] == "plugin_work"]
     # 150 calls 10 ms apart; probed within a rescan (0.5 s) of the dlopen
     assert 90 <= len(calls) <= 150, len(calls)
+
+
+def test_follow_through_a_script_that_execs(tmp):
+    """tracer --follow -- script: the shell execs the program (the launched pid runs a new
+    program); it is held at its entry point, probed and let go, never left stopped. Without
+    --follow, a script gets a hint."""
+    script = os.path.join(tmp, "run.sh")
+    with open(script, "w") as f:
+        f.write(f"#!/bin/sh\nexec {lib.target('pipeline')} --frames 25\n")
+    os.chmod(script, 0o755)
+    out = os.path.join(tmp, "exec.json")
+    pack_path = os.path.join(lib.ROOT, "probes", "pipeline.json")
+    rc, err = lib.run_tracer("--follow", "-P", pack_path, "-o", out, "--", script, timeout=60)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    assert len([e for e in spans(trace) if e["name"] == "decode_frame"]) == 25
+    assert trace["metadata"]["stop_reason"] == "target exited"
+    rc, err = lib.run_tracer("-P", pack_path, "-o", out, "--", script, timeout=60)
+    assert rc == 0 and f"{script} is a script" in err and "--follow" in err, err

@@ -6,11 +6,45 @@
 #include "util/util.h"
 #include "tracer.skel.h"
 
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 /* Launch mode: start the command held at its exec, load the programs, let it run to its entry
  * point (libraries mapped, none of its code run) and stop it there. */
+/* Whether the command (found on PATH as execvp finds it) is a script ("#!"): what it runs is
+ * another program, which only --follow traces. */
+static bool is_script(const char *cmd)
+{
+	char path[PATH_MAX], head[2] = { 0 };
+	const char *env = getenv("PATH");
+	char *dirs, *save = NULL;
+	int fd = -1;
+
+	if (strchr(cmd, '/')) {
+		fd = open(cmd, O_RDONLY | O_CLOEXEC);
+	} else {
+		dirs = xstrdup(env ? env : "/usr/bin:/bin");
+		for (char *d = strtok_r(dirs, ":", &save); d && fd < 0;
+		     d = strtok_r(NULL, ":", &save)) {
+			snprintf(path, sizeof(path), "%s/%s", *d ? d : ".", cmd);
+			if (!access(path, X_OK))
+				fd = open(path, O_RDONLY | O_CLOEXEC);
+		}
+		free(dirs);
+	}
+	if (fd < 0)
+		return false;
+	if (read(fd, head, 2) != 2)
+		head[0] = 0;
+	close(fd);
+	return head[0] == '#' && head[1] == '!';
+}
+
 int recording__launch(struct recording *r)
 {
 	struct record_opts *o = r->opts;
@@ -20,7 +54,11 @@ int recording__launch(struct recording *r)
 	char exe[64];
 	int err;
 
-	err = launch__start(o->cmd, o->output && !strcmp(o->output, "-"), &r->launched, r->err, sizeof(r->err));
+	if (!o->follow && is_script(o->cmd[0]))
+		pr_info("%s is a script: the program it starts (an exec, a child) is traced only with "
+			"--follow", o->cmd[0]);
+	err = launch__start(o->cmd, o->output && !strcmp(o->output, "-"), &r->launched, r->err,
+			    sizeof(r->err));
 	if (err) {
 		pr_err("%s", r->err);
 		return err;
@@ -85,13 +123,43 @@ static void follow_exec(struct recording *r, int pid)
 	if (l) {
 		r->stop_links = xrealloc(r->stop_links, r->nstops + 1, sizeof(*r->stop_links));
 		r->stop_pids = xrealloc(r->stop_pids, r->nstops + 1, sizeof(int));
+		r->stop_since = xrealloc(r->stop_since, r->nstops + 1, sizeof(uint64_t));
 		r->stop_links[r->nstops] = l;
+		r->stop_since[r->nstops] = now_ns();
 		r->stop_pids[r->nstops++] = pid;
 	} else {
 		pr_warn("pid %d exec'd a program tracer cannot stop at its start: its calls are "
 			"probed from the next scan", pid);
 	}
 	kill(pid, SIGCONT);
+}
+
+/* Forgets the stop at a followed program's entry point k. */
+static void release_stop(struct recording *r, size_t k)
+{
+	__u32 key = r->stop_pids[k];
+
+	bpf_link__destroy(r->stop_links[k]);
+	bpf_map__delete_elem(r->skel->maps.stop_pids, &key, sizeof(key), BPF_ANY);
+	r->nstops--;
+	r->stop_links[k] = r->stop_links[r->nstops];
+	r->stop_pids[k] = r->stop_pids[r->nstops];
+	r->stop_since[k] = r->stop_since[r->nstops];
+}
+
+void recording__release_late_stops(struct recording *r, uint64_t now)
+{
+	for (size_t k = 0; k < r->nstops; k++) {
+		int pid = r->stop_pids[k];
+
+		if (now - r->stop_since[k] < STOP_TIMEOUT_NS)
+			continue;
+		pr_warn("pid %d did not reach its program's entry point within %d s: letting it "
+			"run; its calls are probed from the next scan", pid,
+			(int)(STOP_TIMEOUT_NS / 1000000000));
+		release_stop(r, k--);
+		kill(pid, SIGCONT); /* never leave a followed process stopped */
+	}
 }
 
 /* Probes what a followed process maps now (at its entry point), then lets it go on. */
@@ -107,9 +175,7 @@ static void follow_entry(struct recording *r, int pid)
 	for (size_t k = 0; k < r->nstops; k++) {
 		if (r->stop_pids[k] != pid)
 			continue;
-		bpf_link__destroy(r->stop_links[k]);
-		r->stop_links[k] = r->stop_links[--r->nstops];
-		r->stop_pids[k] = r->stop_pids[r->nstops];
+		release_stop(r, k);
 		break;
 	}
 	kill(pid, SIGCONT);

@@ -98,6 +98,8 @@ static void every_tick(struct recording *r, uint64_t now)
 {
 	uint64_t bytes = trace_writer__bytes(r->writer), counters[CNT_MAX];
 
+	recording__release_late_stops(r, now);
+
 	if (!r->warned_size && bytes >= (256ull << 20)) {
 		r->warned_size = true;
 		status__clear(&r->status);

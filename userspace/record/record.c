@@ -25,6 +25,7 @@ static void cleanup(struct recording *r)
 	}
 	free(r->stop_links);
 	free(r->stop_pids);
+	free(r->stop_since);
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);
 	free(r->sched_links);

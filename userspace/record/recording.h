@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#define STOP_TIMEOUT_NS (2 * 1000000000ULL) /* a followed exec held longer is let go */
 #define POLL_MS 10 /* the reader's timer; BPF wakes it earlier when the ring fills */
 
 /* epoll data of the fds that are not a target's pidfd (those carry the pid) */
@@ -32,6 +33,7 @@ struct recording {
 	bool multi;		/* uprobe_multi links */
 	struct bpf_link **stop_links; /* followed execs held at their entry point */
 	int *stop_pids;
+	uint64_t *stop_since; /* when each was set up: one that never arrives is let go */
 	size_t nstops;
 	struct tracer_bpf *skel;
 	struct bpf_link **sched_links;
@@ -71,6 +73,8 @@ void recording__start_overhead(struct recording *r);
 int recording__launch(struct recording *r);
 void recording__watch_pidfd(struct recording *r, const struct target *t);
 void recording__on_process(void *ctx, const struct task_rec *t);
+/* Lets go the followed execs held longer than STOP_TIMEOUT_NS (they never reached the stop). */
+void recording__release_late_stops(struct recording *r, uint64_t now);
 
 /* loop.c */
 int recording__setup_loop(struct recording *r);
