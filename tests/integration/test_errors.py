@@ -46,6 +46,7 @@ def test_runtime_errors(tmp):
         (["-p", pid, "-u", "decode:pipeline:decode_frme"], 1, "did you mean: decode_frame"),
         (["-p", pid, "-u", "decode:pipelin:decode_frame"], 1, "did you mean: pipeline"),
         (["-p", pid, "-P", "nosuchpack"], 1, "no probe pack 'nosuchpack'"),
+        (["-p", pid, "-u", "other:libc.so.6:memcpy"], 1, "'memcpy' is an IFUNC"),
         (["-p", pid, "-P", bad_pack], 1, f"{bad_pack}:5: unknown category \"decod\""),
         (["-p", pid, "-P", "pipeline", "-o", "/nonexistent/dir/t.json"], 1, "cannot write"),
     ]

@@ -334,6 +334,21 @@ static void no_match_error(const struct probe_spec *spec, struct target *targets
 	near_names__free(&nr);
 }
 
+/* Whether another symbol of the same name (another version) is an IFUNC. syms is sorted by
+ * name, so its versions are neighbours. */
+static bool ifunc_twin(const struct elf_syms *syms, size_t k)
+{
+	const char *name = syms->syms[k].name;
+
+	for (size_t i = k; i-- > 0 && !strcmp(syms->syms[i].name, name);)
+		if (syms->syms[i].ifunc)
+			return true;
+	for (size_t i = k + 1; i < syms->cnt && !strcmp(syms->syms[i].name, name); i++)
+		if (syms->syms[i].ifunc)
+			return true;
+	return false;
+}
+
 /* An object glob that matches nothing mapped but is a typo away from a mapped object's name
  * ("pipelin"): a mistake to report now, not a library to wait for. */
 static bool misspelled_object(const struct probe_spec *spec, const struct target *targets,
@@ -362,6 +377,7 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 	for (size_t s = 0; s < specs->cnt && !ret; s++) {
 		const struct probe_spec *spec = &specs->v[s];
 		bool object_matched = false, matched = false;
+		const char *ifunc = NULL; /* a matching name that is only an IFUNC */
 
 		for (size_t t = 0; t < ntargets; t++) {
 			for (size_t i = 0; i < targets[t].nobjs; i++) {
@@ -386,8 +402,15 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 
 					/* An IFUNC's address is its resolver's, which runs once at
 					 * load: probing it would show nothing of the calls. */
-					if (sym->ifunc || !demangle__match(spec->function, sym->name))
+					if (!demangle__match(spec->function, sym->name))
 						continue;
+					/* an IFUNC, or an old version of a name that is an IFUNC
+					 * now (memcpy@GLIBC_2.2.5 next to memcpy@@GLIBC_2.14):
+					 * programs call neither */
+					if (sym->ifunc || ifunc_twin(syms, k)) {
+						ifunc = sym->name;
+						continue;
+					}
 					if (syms->is_go && !warned_go++)
 						pr_warn("%s is a Go program: its probes are entry-only "
 							"(return probes crash Go's moving stacks); calls "
@@ -414,7 +437,13 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 				spec->origin, spec->object);
 			continue;
 		}
-		if (!matched) {
+		if (!matched && ifunc) {
+			snprintf(err, errlen, "%s: '%s' is an IFUNC: its symbol is the resolver that "
+				 "picks an implementation once, at load, so there is no function of "
+				 "that name to probe (its implementations are local symbols; see tracer "
+				 "list)", spec->origin, ifunc);
+			ret = -ENOENT;
+		} else if (!matched) {
 			no_match_error(spec, targets, ntargets, &cache, object_matched, err, errlen);
 			ret = -ENOENT;
 		}
