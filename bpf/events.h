@@ -96,6 +96,7 @@ struct span_capture_rec {
 struct frame {
 	__u64 start_ns;
 	__u64 sp; /* stack pointer at entry: matches the return and finds frames it skipped */
+	__u64 ret_addr; /* the return address at entry, before the return probe replaces it */
 	__u32 probe_id;
 	__u32 flags; /* the probe's probe_flags */
 	struct span_capture cap;

@@ -51,6 +51,20 @@ static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 n
 	}
 }
 
+/* The innermost frame was entered at this stack pointer and its return address has changed
+ * since: its return probe took it, so it has not returned, and this entry is a tail call. */
+static __always_inline bool tail_call(const struct span_stack *st, __u64 sp, __u64 ret)
+{
+	__u32 top = st->depth;
+	const struct frame *f;
+
+	if (top == 0 || top > MAX_FRAMES)
+		return false;
+	f = &st->frames[(top - 1) & (MAX_FRAMES - 1)];
+	return f->sp == sp && f->ret_addr && f->ret_addr != ret &&
+	       !(f->flags & PROBE_ENTRY_ONLY);
+}
+
 /* One USDT argument, as its operand says: a constant, a register, or memory at a register plus
  * a displacement. The register is read from pt_regs at an offset only known at run time. */
 static __always_inline __u64 usdt_arg(struct pt_regs *ctx, const struct usdt_arg_cfg *a)
@@ -116,6 +130,7 @@ int BPF_KPROBE(span_enter)
 	const struct probe_cfg *cfg;
 	struct span_stack *st;
 	struct frame *f;
+	__u64 ret = 0;
 	__u32 d;
 
 	if (phase >= PHASE_DETACHING || !traced_process(true))
@@ -137,7 +152,12 @@ int BPF_KPROBE(span_enter)
 		if (t)
 			now = t;
 	}
-	close_stale(st, sp, now);
+	bpf_probe_read_user(&ret, sizeof(ret), (const void *)sp);
+	/* a frame entered at this stack pointer that has not returned was left behind (longjmp,
+	 * a return not seen); unless this is a tail call from it (`jmp`, not `call`): then its
+	 * return address, here, is the return probe's trampoline, not what it was at its entry,
+	 * and both end at the one return */
+	close_stale(st, tail_call(st, sp, ret) ? sp - 1 : sp, now);
 	d = st->depth;
 	if (d >= MAX_FRAMES) {
 		count(CNT_DEEP_FRAMES);
@@ -146,6 +166,7 @@ int BPF_KPROBE(span_enter)
 	f = &st->frames[d];
 	f->start_ns = now;
 	f->sp = sp;
+	f->ret_addr = ret;
 	f->probe_id = id;
 	f->flags = cfg->flags;
 	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))

@@ -2,6 +2,7 @@
 import os
 import subprocess
 
+import lib
 from lib import _procs, check_format, finish_tracer, load_trace, spans, start_tracer, target
 
 
@@ -45,3 +46,22 @@ def test_longjmp_deep_recursion_thread_exit(tmp):
     assert len(ex) == 1 and ex[0]["args"]["incomplete"]
     assert c["incomplete_thread_exit"] == 1
     assert c["incomplete_no_return"] >= 2 * rounds
+
+
+def test_tail_call_ends_both_frames(tmp):
+    """outer() ends with `jmp inner` (tests/targets/tailcall.c, as av_freep -> av_free): one
+    return ends both spans, so no span is incomplete and no return unmatched; outer's span
+    holds inner's."""
+    out = os.path.join(tmp, "tail.json")
+    rc, err = lib.run_tracer("-u", "other:tailcall:outer", "-u", "other:tailcall:inner",
+                             "-o", out, "--", target("tailcall"), "200")
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    counts = trace["metadata"]["counts"]
+    assert counts["unmatched_returns"] == 0 and counts["incomplete_no_return"] == 0, counts
+    outer = sorted((e for e in spans(trace) if e["name"] == "outer"), key=lambda e: e["ts"])
+    inner = sorted((e for e in spans(trace) if e["name"] == "inner"), key=lambda e: e["ts"])
+    assert len(outer) == len(inner) == 200
+    for o, i in zip(outer, inner):
+        assert o["ts"] <= i["ts"] and i["ts"] + i["dur"] <= o["ts"] + o["dur"], (o, i)
