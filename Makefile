@@ -41,7 +41,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all clean install check check-offline golden-update unit test-bins demo
+.PHONY: all clean install check check-offline golden-update guide-images unit test-bins demo
 
 all: tracer
 
@@ -117,3 +117,7 @@ clean:
 	$(Q)rm -rf $(OUTPUT) tracer
 
 -include $(OUTPUT)/obj/*.d $(OUTPUT)/obj/*/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/tests/*.d
+
+# the README's guide screenshots, from real runs of its commands (review, then commit)
+guide-images: test-bins
+	$(Q)TRACER_UPDATE_GUIDES=1 scripts/as-root.sh python3 tests/run.py --output $(OUTPUT) test_guides
