@@ -10,6 +10,8 @@ packages=(
 	uthash-dev					# one hash table, header-only
 	python3 ffmpeg util-linux time valgrind		# tests: runner, a real pipeline, setpriv, RSS, valgrind
 	chromium groff-base				# tests: viewer in a real browser, man page
+	python3-torch python3-opencv			# tests: the framework packs on real pipelines
+	gstreamer1.0-tools gstreamer1.0-plugins-base	# tests: gst-launch-1.0, videoconvert, videoscale
 )
 
 missing=()
