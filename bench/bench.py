@@ -794,6 +794,63 @@ def bench_python():
         f"{med(pt) / med(pb):.3f}x", "", "")
 
 
+# 8. the default packs on the framework pipelines of the guides
+
+FRAMEWORKS = [  # (stack, command, tracer options besides -p)
+    ("PyTorch DataLoader (pytorch, python packs)",
+     [PYTHON, os.path.join(ROOT, "tests", "targets", "py_torch_loader.py"), "120"], ["--follow"]),
+    ("OpenCV (opencv, ffmpeg, python packs)",
+     [PYTHON, os.path.join(ROOT, "tests", "targets", "py_opencv.py"), "--frames", "400"], []),
+    ("GStreamer (gstreamer pack)",
+     ["gst-launch-1.0", "-q", "videotestsrc", "num-buffers=6000", "!",
+      "video/x-raw,width=640,height=480", "!", "videoconvert", "!", "video/x-raw,format=I420",
+      "!", "videoscale", "!", "video/x-raw,width=320,height=240", "!", "queue", "!", "fakesink",
+      "sync=false"], []),
+]
+
+
+def framework_run(cmd, tracer_args=None, out=None):
+    """The command's CPU time (its own and its waited-for children's) and wall time; traced by
+    tracer attached to it right after it starts (the packs are picked as it loads libraries),
+    with tracer's own account of what it cost. Returns (cpu_s, wall_s, share or None)."""
+    t0 = time.monotonic()
+    target = Proc(cmd)
+    tr = None
+    if tracer_args is not None:
+        tr = Proc([TRACER, "-p", str(target.pid), "-o", out] + tracer_args)
+    target.wait(600)
+    wall = time.monotonic() - t0
+    share = None
+    if tr:
+        if tr.wait(120) != 0:
+            raise RuntimeError(f"tracer failed: {tr.text()[-1500:]}")
+        share = trace_metadata(out)["overhead"]["share_of_target_cpu"]
+    if target.status != 0:
+        raise RuntimeError(f"{cmd[0]} exited {target.status}")
+    return target.cpu_s(), wall, share
+
+
+def bench_frameworks():
+    log("8. default packs on framework pipelines")
+    sec = "8. default packs, framework pipelines"
+    out = os.path.join(TMP, "fw.json")
+    for what, cmd, args in FRAMEWORKS:
+        if not shutil.which(cmd[0]) and not os.access(cmd[0], os.X_OK):
+            row(sec, what, "not run", "", "", "", f"no {cmd[0]}")
+            continue
+        base, traced, shares = [], [], []
+        for _ in range(2 if QUICK else 3):
+            base.append(framework_run(cmd))
+            traced.append(framework_run(cmd, args, out))
+            shares.append(100.0 * traced[-1][2])
+        bc, tc = med([b[0] for b in base]), med([t[0] for t in traced])
+        bw, tw = med([b[1] for b in base]), med([t[1] for t in traced])
+        row(sec, what, f"CPU {tc:.2f} s, wall {tw:.2f} s traced; tracer's account: "
+            f"{med(shares):.2f}% of the target's CPU (runs {min(shares):.2f}-"
+            f"{max(shares):.2f})", f"CPU {bc:.2f} s, wall {bw:.2f} s untraced",
+            f"CPU {tc / bc:.3f}x, wall {tw / bw:.3f}x", "a few %", "")
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -846,7 +903,7 @@ def main():
     ap.add_argument("--output", default=os.path.join(ROOT, ".output"))
     ap.add_argument("--quick", action="store_true", help="shorter runs (noisier)")
     ap.add_argument("--results", default=None, help="write the table here (markdown)")
-    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,2,3,4,5,6,7")
+    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,2,3,4,5,6,7,8")
     ap.add_argument("--compare-tracer", default=None,
                     help="another tracer binary to add to row 1 (e.g. a build without a change)")
     a = ap.parse_args()
@@ -874,7 +931,7 @@ def main():
     TMP = tempfile.mkdtemp(prefix="tracer-bench-", dir="/var/tmp")
     steps = [("1", bench_cost), ("1b", bench_insn_classes), ("2", bench_sustained),
              ("3", bench_writer), ("4", bench_attach), ("5", bench_memory), ("6", bench_ffmpeg),
-             ("7", bench_python)]
+             ("7", bench_python), ("8", bench_frameworks)]
     try:
         for key, fn in steps:
             if only and key not in only:
