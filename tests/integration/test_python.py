@@ -234,3 +234,24 @@ def test_python_follow_forked_workers(tmp):
     total_ms = sum(e["dur"] for e in tasks) / 1000
     assert 0.9 * 240 <= total_ms <= 1.1 * 240 + 10, total_ms
     assert trace["metadata"]["python"]["processes"] == 3
+
+
+def test_python_system_wide(tmp):
+    """-a: a Python process is taken in when it first calls a probed function, on whichever of
+    its threads that is, and its Python frames are read from then on."""
+    pl, pid, log = start_py_pipeline(tmp, "--seconds", "4")
+    out = os.path.join(tmp, "all.json")
+    tr = start_tracer("-a", "-u", "queue:python3.11:PyThread_acquire_lock_timed", "-d", "2",
+                      "-o", out)
+    sigusr1(pid)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    wait_exit(pl)
+    gt = read_ground_truth(log)
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    py = [e for e in spans(trace) if e["cat"] == "python" and e["pid"] == pid]
+    for func, thread in STAGES.items():
+        tid = next(t for t, n in gt["threads"].items() if n == thread)
+        got = {e["tid"] for e in py if e["name"] == func}
+        assert got == {tid}, (func, tid, got)

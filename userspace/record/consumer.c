@@ -228,9 +228,12 @@ static void on_task(struct consumer *c, const struct task_rec *r)
 	if (!r->tid)
 		return;
 	t = threads__get(&c->threads, r->pid, r->tid);
-	if (c->on_process && r->pid == r->tid &&
-	    ((r->event == TASK_NEW && r->parent_pid != r->pid) || r->event == TASK_EXEC ||
-	     r->event == TASK_AT_ENTRY || r->event == TASK_SEEN))
+	/* a process's events come from its main thread, but -a sees a process first on
+	 * whichever thread calls a probed function */
+	if (c->on_process && (r->event == TASK_SEEN ||
+			      (r->pid == r->tid &&
+			       ((r->event == TASK_NEW && r->parent_pid != r->pid) ||
+				r->event == TASK_EXEC || r->event == TASK_AT_ENTRY))))
 		c->on_process(c->ctx, r);
 	switch (r->event) {
 	case TASK_NEW:
