@@ -11,7 +11,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -546,7 +545,6 @@ def bench_attach():
                 ta.append(a)
                 td.append(d)
             goal = "< 1 s each" if label == "~1000" else ""
-            ok = med(ta) < 1 and med(td) < 1
             row("4. attach/detach (ffmpeg)", f"{n} functions ({how}), start to 'recording'",
                 f"{med(ta) * 1000:.0f} ms (runs {spread([x * 1000 for x in ta])})", "", "", goal,
                 ("met" if med(ta) < 1 else "NOT met") if goal else "")
@@ -685,216 +683,26 @@ def bench_ffmpeg():
 # ---------------------------------------------------------------------------------------------
 
 # ---------------------------------------------------------------------------------------------
-# 7. Python frames: what reading stacks costs a Python program, and a pipeline's pace
-
 PYTHON = "/usr/bin/python3"
 
 
-def py_loop_run(seconds, tracer_args=None, out=None):
-    """One run of bench/py_loop.py, untraced or under tracer: (CPU ns per call, the trace's
-    metadata or None)."""
-    p = subprocess.Popen([PYTHON, os.path.join(ROOT, "bench", "py_loop.py"), str(seconds)],
-                         stdout=subprocess.PIPE, text=True)
-    tr = None
-    try:
-        w = p.stdout.readline().split()
-        if not w or w[0] != "ready":
-            raise RuntimeError(f"py_loop did not start: {w}")
-        pid = int(w[1])
-        if tracer_args is not None:
-            tr = Proc([TRACER, "-p", str(pid), "-o", out] + tracer_args)
-            tr.wait_ready()
-        os.kill(pid, signal.SIGUSR1)
-        res, _ = p.communicate(timeout=seconds + 120)
-        m = re.search(r"calls (\d+) cpu_ns (\d+) wall_ns (\d+)", res)
-        if not m:
-            raise RuntimeError(f"py_loop printed no result: {res}")
-        meta = None
-        if tr:
-            st = tr.wait(120)
-            if st != 0:
-                raise RuntimeError(f"tracer exited {st}: {tr.text()[-1500:]}")
-            meta = trace_metadata(out)
-        return int(m.group(2)) / int(m.group(1)), meta
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        if tr:
-            tr.kill()
-
-
-def py_pipeline_pace(seconds, tracer_args=None, out=None):
-    """Batches per second through tests/targets/py_pipeline.py, unpaced (as fast as it goes)."""
-    log_path = os.path.join(TMP, "py_pipeline.log")
-    p = subprocess.Popen([PYTHON, os.path.join(ROOT, "tests", "targets", "py_pipeline.py"),
-                          "--wait-signal", "--period", "0", "--seconds", str(seconds),
-                          "--log", log_path], stdout=subprocess.PIPE, text=True)
-    tr = None
-    try:
-        w = p.stdout.readline().split()
-        if not w or w[0] != "ready":
-            raise RuntimeError(f"py_pipeline did not start: {w}")
-        pid = int(w[1])
-        if tracer_args is not None:
-            tr = Proc([TRACER, "-p", str(pid), "-o", out] + tracer_args)
-            tr.wait_ready()
-        os.kill(pid, signal.SIGUSR1)
-        p.communicate(timeout=seconds + 120)
-        if tr:
-            tr.wait(120)
-        with open(log_path) as f:
-            ends = [int(l.split()[3]) for l in f if l.split()[1:2] == ["write_batch"]]
-        return len(ends) / seconds
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        if tr:
-            tr.kill()
-
-
 def bench_python():
-    log("7. Python frames")
-    if not os.access(PYTHON, os.X_OK):
-        row("7. Python frames", "all rows", "not run", "", "", "", f"no {PYTHON}")
-        return
-    reps = 3
-    seconds = 2 if QUICK else 4
-    sec = "7. Python frames, pure Python loop"
-    out = os.path.join(TMP, "py.json")
-    base, traced, charged, reads = [], [], [], []
-    for _ in range(reps):
-        b, _ = py_loop_run(seconds)
-        t, meta = py_loop_run(seconds, [], out)
-        base.append(b)
-        traced.append(t)
-        py = meta["python"]
-        cpu = meta["overhead"]["target_cpu_ns"]
-        charged.append(100.0 * py["read_ns"] / cpu if cpu else float("nan"))
-        reads.append(py["reads"] / max(1e-9, meta["duration_ns"] / 1e9))
-        hz = py["tick_hz"]
-    added = [100.0 * (t - b) / b for b, t in zip(base, traced)]
-    row(sec, "untraced", f"{med(base):.0f} ns CPU per step()")
-    row(sec, f"tracer, default tick ({hz} Hz)",
-        f"{med(traced):.0f} ns CPU per step(); {med(reads):.0f} stack reads/s",
-        f"untraced {med(base):.0f}", f"{med(added):+.2f}% CPU (runs {min(added):+.2f} to "
-        f"{max(added):+.2f})", "", "")
-    row(sec, "stack reads, as tracer accounts them (python_read_ns / target CPU)",
-        f"{med(charged):.2f}% of the target's CPU (runs {min(charged):.2f}-{max(charged):.2f})",
-        "", "", "<= 1%", "met" if med(charged) <= 1.0 else "NOT met")
-    sec = "7. Python frames, py_pipeline.py unpaced"
-    pb, pt = [], []
-    for _ in range(reps):
-        pb.append(py_pipeline_pace(seconds))
-        pt.append(py_pipeline_pace(seconds, [], out))
-    row(sec, "pace untraced", f"{med(pb):.1f} batches/s (runs {min(pb):.1f}-{max(pb):.1f})")
-    row(sec, "pace traced (Python frames, scheduler)",
-        f"{med(pt):.1f} batches/s (runs {min(pt):.1f}-{max(pt):.1f})", f"{med(pb):.1f}",
-        f"{med(pt) / med(pb):.3f}x", "", "")
-
-
-# 8. the default packs on the framework pipelines of the guides
-
-FRAMEWORKS = [  # (stack, command, tracer options besides -p)
-    ("PyTorch DataLoader (pytorch, python packs)",
-     [PYTHON, os.path.join(ROOT, "tests", "targets", "py_torch_loader.py"), "120"], ["--follow"]),
-    ("OpenCV (opencv, ffmpeg, python packs)",
-     [PYTHON, os.path.join(ROOT, "tests", "targets", "py_opencv.py"), "--frames", "400"], []),
-    ("GStreamer (gstreamer pack)",
-     ["gst-launch-1.0", "-q", "videotestsrc", "num-buffers=6000", "!",
-      "video/x-raw,width=640,height=480", "!", "videoconvert", "!", "video/x-raw,format=I420",
-      "!", "videoscale", "!", "video/x-raw,width=320,height=240", "!", "queue", "!", "fakesink",
-      "sync=false"], []),
-]
-
-
-def framework_run(cmd, tracer_args=None, out=None):
-    """The command's CPU time (its own and its waited-for children's) and wall time; traced by
-    tracer attached to it right after it starts (the packs are picked as it loads libraries),
-    with tracer's own account of what it cost. Returns (cpu_s, wall_s, share or None)."""
-    t0 = time.monotonic()
-    target = Proc(cmd)
-    tr = None
-    if tracer_args is not None:
-        tr = Proc([TRACER, "-p", str(target.pid), "-o", out] + tracer_args)
-    target.wait(600)
-    wall = time.monotonic() - t0
-    share = None
-    if tr:
-        if tr.wait(120) != 0:
-            raise RuntimeError(f"tracer failed: {tr.text()[-1500:]}")
-        share = trace_metadata(out)["overhead"]["share_of_target_cpu"]
-    if target.status != 0:
-        raise RuntimeError(f"{cmd[0]} exited {target.status}")
-    return target.cpu_s(), wall, share
+    """7. Python frames (bench/python_frames.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import python_frames
+    python_frames.run(sys.modules[__name__])
 
 
 def bench_frameworks():
-    log("8. default packs on framework pipelines")
-    sec = "8. default packs, framework pipelines"
-    out = os.path.join(TMP, "fw.json")
-    for what, cmd, args in FRAMEWORKS:
-        if not shutil.which(cmd[0]) and not os.access(cmd[0], os.X_OK):
-            row(sec, what, "not run", "", "", "", f"no {cmd[0]}")
-            continue
-        base, traced, shares = [], [], []
-        for _ in range(2 if QUICK else 3):
-            base.append(framework_run(cmd))
-            traced.append(framework_run(cmd, args, out))
-            shares.append(100.0 * traced[-1][2])
-        bc, tc = med([b[0] for b in base]), med([t[0] for t in traced])
-        bw, tw = med([b[1] for b in base]), med([t[1] for t in traced])
-        row(sec, what, f"CPU {tc:.2f} s, wall {tw:.2f} s traced; tracer's account: "
-            f"{med(shares):.2f}% of the target's CPU (runs {min(shares):.2f}-"
-            f"{max(shares):.2f})", f"CPU {bc:.2f} s, wall {bw:.2f} s untraced",
-            f"CPU {tc / bc:.3f}x, wall {tw / bw:.3f}x", "a few %", "")
+    """8. the default packs on the framework pipelines (bench/frameworks.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import frameworks
+    frameworks.run(sys.modules[__name__])
 
 
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
-
-
-def write_results(path, started, took):
-    kernel = platform.release()
-    lines = [
-        "# Benchmark results",
-        "",
-        f"- date: {started:%Y-%m-%d %H:%M} (took {took / 60:.1f} min)",
-        f"- kernel: {kernel}, {os.cpu_count()} CPUs, {platform.machine()}; load average "
-        f"{LOAD[0]} at the start, {loadavg()} at the end (other work shares this machine)",
-        f"- command: `make bench{' QUICK=1' if QUICK else ''}` "
-        f"(`python3 bench/bench.py --output {os.path.relpath(OUT, ROOT)}"
-        f"{' --quick' if QUICK else ''}{' --compare-tracer ' + TRACER2 if TRACER2 else ''}`)",
-        "- every number is the median of 3 runs in this one run, against baselines measured in "
-        "the same run; the machine is shared and noisy, so compare ratios, not absolute times",
-        "- cost per call is the loop threads' CPU time (CLOCK_THREAD_CPUTIME_ID: it includes the "
-        "kernel's time in traps and BPF programs on the thread, not time spent waiting for a "
-        "CPU) minus the untraced loop's; ffmpeg's CPU time is all its threads' (wait4)",
-        "",
-        "| section | what | measured | baseline | ratio | goal | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in ROWS:
-        lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |")
-    if NOTES:
-        lines += ["", "Notes:", ""] + [f"- {n}" for n in NOTES]
-    text = "\n".join(lines) + "\n"
-    if path:
-        with open(path, "w") as f:
-            f.write(text)
-    return text
-
-
-def print_table():
-    widths = [max(len(str(r[i])) for r in ROWS + [("section", "what", "measured", "baseline",
-                                                   "ratio", "goal", "verdict")])
-              for i in range(7)]
-    widths = [min(w, 60) for w in widths]
-    hdr = ("section", "what", "measured", "baseline", "ratio", "goal", "verdict")
-    for r in [hdr] + ROWS:
-        print("  ".join(str(x)[:60].ljust(w) for x, w in zip(r, widths)).rstrip())
 
 
 def main():
@@ -947,8 +755,10 @@ def main():
         shutil.rmtree(TMP, ignore_errors=True)
     took = time.monotonic() - t0
     print()
-    print_table()
-    text = write_results(a.results, started, took)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import results_table
+    results_table.print_table(sys.modules[__name__])
+    results_table.write_results(sys.modules[__name__], a.results, started, took)
     if a.results:
         print(f"\nwrote {a.results} ({took / 60:.1f} min)")
     return 0

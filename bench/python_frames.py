@@ -1,0 +1,110 @@
+"""Row 7 of bench/bench.py: Python frames — what reading stacks costs a pure Python loop, and the
+pace of a threaded Python pipeline traced and untraced. b is the harness (bench.py)."""
+import os
+import re
+import signal
+import subprocess
+
+
+def py_loop_run(b, seconds, tracer_args=None, out=None):
+    """One run of bench/py_loop.py, untraced or under tracer: (CPU ns per call, the trace's
+    metadata or None)."""
+    p = subprocess.Popen([b.PYTHON, os.path.join(b.ROOT, "bench", "py_loop.py"), str(seconds)],
+                         stdout=subprocess.PIPE, text=True)
+    tr = None
+    try:
+        w = p.stdout.readline().split()
+        if not w or w[0] != "ready":
+            raise RuntimeError(f"py_loop did not start: {w}")
+        pid = int(w[1])
+        if tracer_args is not None:
+            tr = b.Proc([b.TRACER, "-p", str(pid), "-o", out] + tracer_args)
+            tr.wait_ready()
+        os.kill(pid, signal.SIGUSR1)
+        res, _ = p.communicate(timeout=seconds + 120)
+        m = re.search(r"calls (\d+) cpu_ns (\d+) wall_ns (\d+)", res)
+        if not m:
+            raise RuntimeError(f"py_loop printed no result: {res}")
+        meta = None
+        if tr:
+            st = tr.wait(120)
+            if st != 0:
+                raise RuntimeError(f"tracer exited {st}: {tr.text()[-1500:]}")
+            meta = b.trace_metadata(out)
+        return int(m.group(2)) / int(m.group(1)), meta
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if tr:
+            tr.kill()
+
+
+def py_pipeline_pace(b, seconds, tracer_args=None, out=None):
+    """Batches per second through tests/targets/py_pipeline.py, unpaced (as fast as it goes)."""
+    log_path = os.path.join(b.TMP, "py_pipeline.log")
+    p = subprocess.Popen([b.PYTHON, os.path.join(b.ROOT, "tests", "targets", "py_pipeline.py"),
+                          "--wait-signal", "--period", "0", "--seconds", str(seconds),
+                          "--log", log_path], stdout=subprocess.PIPE, text=True)
+    tr = None
+    try:
+        w = p.stdout.readline().split()
+        if not w or w[0] != "ready":
+            raise RuntimeError(f"py_pipeline did not start: {w}")
+        pid = int(w[1])
+        if tracer_args is not None:
+            tr = b.Proc([b.TRACER, "-p", str(pid), "-o", out] + tracer_args)
+            tr.wait_ready()
+        os.kill(pid, signal.SIGUSR1)
+        p.communicate(timeout=seconds + 120)
+        if tr:
+            tr.wait(120)
+        with open(log_path) as f:
+            ends = [int(l.split()[3]) for l in f if l.split()[1:2] == ["write_batch"]]
+        return len(ends) / seconds
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if tr:
+            tr.kill()
+
+
+def run(b):
+    b.log("7. Python frames")
+    if not os.access(b.PYTHON, os.X_OK):
+        b.row("7. Python frames", "all rows", "not run", "", "", "", f"no {b.PYTHON}")
+        return
+    reps = 3
+    seconds = 2 if b.QUICK else 4
+    sec = "7. Python frames, pure Python loop"
+    out = os.path.join(b.TMP, "py.json")
+    base, traced, charged, reads = [], [], [], []
+    for _ in range(reps):
+        b, _ = py_loop_run(b, seconds)
+        t, meta = py_loop_run(b, seconds, [], out)
+        base.append(b)
+        traced.append(t)
+        py = meta["python"]
+        cpu = meta["overhead"]["target_cpu_ns"]
+        charged.append(100.0 * py["read_ns"] / cpu if cpu else float("nan"))
+        reads.append(py["reads"] / max(1e-9, meta["duration_ns"] / 1e9))
+        hz = py["tick_hz"]
+    added = [100.0 * (t - b) / b for b, t in zip(base, traced)]
+    b.row(sec, "untraced", f"{b.med(base):.0f} ns CPU per step()")
+    b.row(sec, f"tracer, default tick ({hz} Hz)",
+        f"{b.med(traced):.0f} ns CPU per step(); {b.med(reads):.0f} stack reads/s",
+        f"untraced {b.med(base):.0f}", f"{b.med(added):+.2f}% CPU (runs {min(added):+.2f} to "
+        f"{max(added):+.2f})", "", "")
+    b.row(sec, "stack reads, as tracer accounts them (python_read_ns / target CPU)",
+        f"{b.med(charged):.2f}% of the target's CPU (runs {min(charged):.2f}-{max(charged):.2f})",
+        "", "", "<= 1%", "met" if b.med(charged) <= 1.0 else "NOT met")
+    sec = "7. Python frames, py_pipeline.py unpaced"
+    pb, pt = [], []
+    for _ in range(reps):
+        pb.append(py_pipeline_pace(b, seconds))
+        pt.append(py_pipeline_pace(b, seconds, [], out))
+    b.row(sec, "pace untraced", f"{b.med(pb):.1f} batches/s (runs {min(pb):.1f}-{max(pb):.1f})")
+    b.row(sec, "pace traced (Python frames, scheduler)",
+        f"{b.med(pt):.1f} batches/s (runs {min(pt):.1f}-{max(pt):.1f})", f"{b.med(pb):.1f}",
+        f"{b.med(pt) / b.med(pb):.3f}x", "", "")
