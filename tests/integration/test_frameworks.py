@@ -118,29 +118,36 @@ TORCH_LOADER = os.path.join(lib.ROOT, "tests", "targets", "py_torch_loader.py")
 
 
 def test_pytorch_pack_with_dataloader_workers(tmp):
-    """tracer --follow -- python3 train.py: the pytorch pack is picked at `import torch` and
-    names every ATen operator as the PyTorch profiler does, nested as they run, in the main
-    process (the model) and in the DataLoader's worker processes (the transforms)."""
+    """tracer -p PID --follow on a PyTorch program: the pytorch pack names every ATen operator
+    as the PyTorch profiler does, nested as they run, in the main process (the model) and in the
+    DataLoader's worker processes it starts (the transforms). (Launch mode, where the pack is
+    picked at `import torch`, is what the opencv and gstreamer tests check.)"""
     out, batches = os.path.join(tmp, "torch.json"), 30
-    rc, err = lib.run_tracer("--follow", "-o", out, "--", PYTHON, TORCH_LOADER, str(batches),
-                             timeout=180)
+    p = subprocess.Popen([PYTHON, TORCH_LOADER, str(batches), "--wait-signal"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _procs.append(p)
+    ready = p.stdout.readline().split()
+    assert ready and ready[0] == "ready", (ready, p.stderr.read()[-2000:])
+    tr = start_tracer("-p", ready[1], "--follow", "-o", out)
+    assert any("pytorch" in l for l in tr.stderr_lines if "probe packs matching" in l), \
+        tr.stderr_lines
+    sigusr1(int(ready[1]))
+    assert wait_exit(p)[0] == 0
+    rc, err = finish_tracer(tr)
     assert rc == 0, err
-    assert "probing it with the pytorch pack" in err, err
     trace, text = load_trace(out)
     assert check_format(trace, text) == []
     ev = spans(trace)
-    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
-             if e["ph"] == "M" and e["name"] == "process_name"}
     convs = [e for e in ev if e["name"] == "aten::conv2d"]
-    main = min(names)  # the launched process: its workers are forked after it
+    main = int(ready[1])
     # the model: two convolutions and one linear layer per batch, in the main process only
     assert len(convs) == 2 * batches and {e["pid"] for e in convs} == {main}, len(convs)
     assert len([e for e in ev if e["name"] == "aten::linear"]) == batches
     assert all(e["cat"] == "operator" for e in convs)
     # nested as they run: aten::conv2d > aten::convolution on the same thread
     def inside(e, name):
-        return any(p["name"] == name and p["tid"] == e["tid"] and p["ts"] <= e["ts"] and
-                   e["ts"] + e["dur"] <= p["ts"] + p["dur"] for p in ev)
+        return any(o["name"] == name and o["tid"] == e["tid"] and o["ts"] <= e["ts"] and
+                   e["ts"] + e["dur"] <= o["ts"] + o["dur"] for o in ev)
     inner = [e for e in ev if e["name"] == "aten::convolution"]
     assert len(inner) == len(convs) and all(inside(e, "aten::conv2d") for e in inner)
     # ... and under the Python function that ran the model

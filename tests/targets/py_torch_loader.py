@@ -3,9 +3,15 @@
 a sample (numpy work), a DataLoader with 2 persistent worker processes, and a small CNN under
 torch.inference_mode() in the main process. Runs BATCHES batches and prints what it did.
 
-    /usr/bin/python3 py_torch_loader.py [BATCHES]
+    /usr/bin/python3 py_torch_loader.py [BATCHES] [--wait-signal]
+
+With --wait-signal it prints "ready PID" once torch is imported and the model built, and starts
+on SIGUSR1 (for a tracer attached by pid to count every batch).
 """
+import os
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -53,9 +59,15 @@ def infer(model, batch):
 
 
 def main():
-    batches = int(sys.argv[1]) if len(sys.argv) > 1 else 60
+    args = [a for a in sys.argv[1:] if a != "--wait-signal"]
+    batches = int(args[0]) if args else 60
     torch.set_num_threads(1)
     model = Net().eval()
+    if "--wait-signal" in sys.argv:
+        go = threading.Event()
+        signal.signal(signal.SIGUSR1, lambda *_: go.set())
+        print("ready", os.getpid(), flush=True)
+        go.wait()
     loader = DataLoader(Frames(), batch_size=8, num_workers=2, persistent_workers=True)
     t0, n = time.monotonic(), 0
     for batch in loader:

@@ -228,16 +228,18 @@ static int pick_late_packs(struct tracked *t, char *err, size_t errlen)
 		if (!why)
 			continue;
 		l->picked = true;
-		pr_info("pid %d mapped %s: probing it with the %s pack", t->targets[i - 1].pid,
-			why->base, l->pack.name);
 		views = xcalloc(t->ntargets + 1, sizeof(*views));
 		n = all_views(t, views);
 		first = t->probes.cnt;
 		ret = attach_specs(t, l->specs, views, n, t->resolve_flags | RESOLVE_LENIENT, err,
 				   errlen);
 		free_views(views, n);
-		if (!ret)
-			warn_cxx(t, first, &t->targets[i - 1], l->pack.name);
+		if (ret)
+			break;
+		/* said once its probes are live: from here on every call is recorded */
+		pr_info("pid %d mapped %s: probing it with the %s pack", t->targets[i - 1].pid,
+			why->base, l->pack.name);
+		warn_cxx(t, first, &t->targets[i - 1], l->pack.name);
 	}
 	return ret;
 }
