@@ -19,8 +19,7 @@ const char *json_skip_ws(const char *p, const char *end)
 size_t json_value_len(const char *s, size_t len)
 {
 	const char *p = s, *end = s + len;
-	int depth = 0;
-	bool in_str = false, esc = false;
+	struct json_scan sc = { 0 };
 
 	if (!len)
 		return 0;
@@ -29,30 +28,9 @@ size_t json_value_len(const char *s, size_t len)
 			p++;
 		return p - s;
 	}
-	for (; p < end; p++) {
-		char ch = *p;
-
-		if (in_str) {
-			if (esc)
-				esc = false;
-			else if (ch == '\\')
-				esc = true;
-			else if (ch == '"') {
-				in_str = false;
-				if (!depth)
-					return p + 1 - s;
-			}
-		} else if (ch == '"') {
-			in_str = true;
-		} else if (ch == '{' || ch == '[') {
-			depth++;
-		} else if (ch == '}' || ch == ']') {
-			if (--depth == 0)
-				return p + 1 - s;
-			if (depth < 0)
-				return 0;
-		}
-	}
+	for (; p < end; p++)
+		if (json_scan__byte(&sc, *p))
+			return p + 1 - s;
 	return 0;
 }
 

@@ -20,6 +20,34 @@ size_t json_value_len(const char *s, size_t len);
  * or NULL. Only the object's own keys are searched. */
 const char *json_object_get(const char *s, size_t len, const char *key, size_t *vlen);
 
+/* Where a JSON string, object or array ends, a byte at a time from its first: the in-memory
+ * json_value_len and the streaming trace reader both use it. */
+struct json_scan {
+	int depth;
+	bool in_str, esc;
+};
+
+/* 1 when ch ends the value, else 0. */
+static inline int json_scan__byte(struct json_scan *s, char ch)
+{
+	if (s->in_str) {
+		if (s->esc)
+			s->esc = false;
+		else if (ch == '\\')
+			s->esc = true;
+		else if (ch == '"')
+			s->in_str = false;
+		return !s->in_str && !s->depth;
+	}
+	if (ch == '"')
+		s->in_str = true;
+	else if (ch == '{' || ch == '[')
+		s->depth++;
+	else if (ch == '}' || ch == ']')
+		return --s->depth == 0;
+	return 0;
+}
+
 /* p past JSON white space (at most end). */
 const char *json_skip_ws(const char *p, const char *end);
 /* Decodes the escape at p (just after the backslash) into out; returns bytes of input used

@@ -214,8 +214,9 @@ static void keep_bytes(struct trace_reader *r, const char *p, size_t n)
  * larger than TR_MAX_VALUE (read but not kept), -ENODATA at the end of the input, -EINVAL. */
 static int scan_value(struct trace_reader *r, bool keep)
 {
-	int depth = 0, c = peekc(r);
-	bool in_str = false, esc = false, scalar;
+	struct json_scan sc = { 0 };
+	int c = peekc(r);
+	bool scalar;
 
 	r->val_len = 0;
 	r->oversize = false;
@@ -234,43 +235,16 @@ static int scan_value(struct trace_reader *r, bool keep)
 		for (; p < end; p++) {
 			char ch = *p;
 
-			if (in_str) {
-				if (esc)
-					esc = false;
-				else if (ch == '\\')
-					esc = true;
-				else if (ch == '"') {
-					in_str = false;
-					if (!depth) {
-						p++;
-						goto done;
-					}
-				}
-				continue;
-			}
 			if (scalar) {
 				if (ch && strchr(",}] \t\r\n", ch))
 					goto done;
 				continue;
 			}
-			switch (ch) {
-			case '"':
-				in_str = true;
-				break;
-			case '{':
-			case '[':
-				depth++;
-				break;
-			case '}':
-			case ']':
-				if (--depth == 0) {
-					p++;
-					goto done;
-				}
-				break;
-			case '\n':
+			if (ch == '\n' && !sc.in_str)
 				r->line++;
-				break;
+			if (json_scan__byte(&sc, ch)) {
+				p++;
+				goto done;
 			}
 		}
 		if (keep)
