@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Fixture binaries for tests/unit/test_elf_syms.c. Included from the top Makefile, which defines
+# Fixture binaries for tests/unit/test_elf_syms.c and test_elf_hostile.c. Included from the top Makefile, which defines
 # OUTPUT; builds into $(OUTPUT)/fixtures/ with $(CC). The test takes that directory as argv[1].
 # Fixtures use their own flags, not CFLAGS: the test depends on how they are linked.
 # Q and msg (quiet output) come from the includer; unset, commands are echoed.
