@@ -231,17 +231,31 @@ struct py_proc_cfg {
 	__u32 frame_previous;
 	__u32 frame_prev_instr;
 	__u32 code_qualname;
+	__u32 str_length;     /* the qualname's length ... */
+	__u32 str_ascii_data; /* ... and its first characters: the name's fingerprint */
 	__u32 _pad;
 };
+
+/* What a code object's name said when its frame was read: the str's length and first 8 bytes
+ * (an ASCII name's first characters). Userspace names code objects later; by then the code, and
+ * its name, may have been freed and their memory taken by others: a name whose str no longer
+ * has this fingerprint is not the one that ran. */
+static inline __u64 py_name_fp(__u64 length, __u64 head)
+{
+	if (length < 8)
+		head &= (1ULL << (8 * length)) - 1;
+	return (head ^ length) * 0x9e3779b97f4a7c15ULL;
+}
 
 struct py_frame {
 	__u64 code;  /* the PyCodeObject: named in userspace */
 	__u64 instr; /* the frame's prev_instr: the line being run (or calling the next frame) */
 	__u64 name;  /* its co_qualname: tells a code object from one that later took its memory */
+	__u64 name_fp; /* py_name_fp() of that str when read */
 };
 
 /* One read of a thread's Python stack, innermost frame first. Submitted with only its depth
- * frames: the record's size is offsetof(struct py_stack_rec, frames) + depth * 24. */
+ * frames: the record's size is offsetof(struct py_stack_rec, frames) + depth * 32. */
 struct py_stack_rec {
 	__u32 type;
 	__u32 reason; /* enum py_read_reason */
@@ -254,8 +268,8 @@ struct py_stack_rec {
 };
 
 #ifndef __cplusplus
-_Static_assert(sizeof(struct py_proc_cfg) == 56, "py_proc_cfg layout");
-_Static_assert(sizeof(struct py_stack_rec) == 32 + 24 * PY_MAX_FRAMES, "py_stack_rec layout");
+_Static_assert(sizeof(struct py_proc_cfg) == 64, "py_proc_cfg layout");
+_Static_assert(sizeof(struct py_stack_rec) == 32 + 32 * PY_MAX_FRAMES, "py_stack_rec layout");
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");
 _Static_assert(sizeof(struct probe_cfg) == 12, "probe_cfg layout");

@@ -115,6 +115,16 @@ struct frame_words {
 	__u64 w[4];
 };
 
+/* The str's length and first characters lie within 40 bytes (userspace checks it): one read. */
+static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str)
+{
+	__u64 w[8] = {};
+
+	if (!str || bpf_probe_read_user(w, 5 * sizeof(w[0]), (const void *)(str + cfg->str_length)))
+		return 0;
+	return py_name_fp(w[0], w[((cfg->str_ascii_data - cfg->str_length) / 8) & 7]);
+}
+
 static __always_inline int read_frame(const struct py_proc_cfg *cfg, __u64 frame,
 				      struct py_frame *out, __u64 *previous)
 {
@@ -125,6 +135,7 @@ static __always_inline int read_frame(const struct py_proc_cfg *cfg, __u64 frame
 	out->code = fw.w[0];
 	out->instr = fw.w[((cfg->frame_prev_instr - cfg->frame_code) / 8) & 3];
 	out->name = out->code ? read_ptr(out->code + cfg->code_qualname) : 0;
+	out->name_fp = name_fp(cfg, out->name);
 	*previous = fw.w[((cfg->frame_previous - cfg->frame_code) / 8) & 3];
 	return 0;
 }

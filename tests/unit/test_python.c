@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests of the Python frames' userspace: the 3.11 location table (a table and the lines
  * CPython itself gives for it), spans from stack reads and their nesting with native spans, the
- * offsets table, and the USDT notes and operands (checked against python3.11's own notes: every
- * USDT site is a nop). */
+ * offsets table, code names freed and taken by others, and the USDT notes and operands
+ * (checked against python3.11's own notes: every USDT site is a nop). */
 #include "elf/usdt.h"
 #include "python/py_code.h"
 #include "python/py_offsets.h"
@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* compile() of a 11-line function f (first line 1) by CPython 3.11.2: f.co_linetable, and the
@@ -180,6 +181,76 @@ static void test_truncated_read(void)
 	py_spans__free(s);
 }
 
+/* A str the way CPython 3.11 lays out a compact ASCII one, in this process's memory. */
+static void make_str(uint8_t *buf, const struct py_offsets *off, const char *text)
+{
+	int64_t n = strlen(text);
+	uint32_t kind_one = off->str_kind_mask & -off->str_kind_mask;
+	uint32_t state = off->str_compact_mask | off->str_ascii_mask | kind_one;
+
+	memset(buf, 0, 128);
+	memcpy(buf + off->str_length, &n, sizeof(n));
+	memcpy(buf + off->str_state, &state, sizeof(state));
+	memcpy(buf + off->str_ascii_data, text, n + 1);
+}
+
+/* What BPF takes of a name when it reads a frame (bpf/python.bpf.c, name_fp). */
+static uint64_t fp_of(const uint8_t *str, const struct py_offsets *off)
+{
+	uint64_t n, head;
+
+	memcpy(&n, str + off->str_length, sizeof(n));
+	memcpy(&head, str + off->str_ascii_data, sizeof(head));
+	return py_name_fp(n, head);
+}
+
+static void set_ptr(uint8_t *obj, uint32_t at, const void *p)
+{
+	uint64_t v = (uintptr_t)p;
+
+	memcpy(obj + at, &v, sizeof(v));
+}
+
+/* A code object and its name freed after its frame was read, their memory taken by another
+ * function's: the late lookup must say "?", never that function's name. */
+static void test_code_names_never_borrowed(void)
+{
+	const struct py_version *v = py_version__find(3, 11);
+	static uint8_t code[512], old_code[512], name[128], other[128], file[128];
+	struct py_codes *c = py_codes__new();
+	const struct py_offsets *off;
+	const struct py_code *got;
+	uint64_t fp_boot, fp_read;
+	int pid = getpid();
+
+	CHECK(v != NULL);
+	if (!v)
+		return;
+	off = &v->off;
+	make_str(file, off, "/app/stages.py");
+	make_str(name, off, "_bootstrap_inner");
+	fp_boot = fp_of(name, off);
+	set_ptr(code, off->code_qualname, name);
+	set_ptr(code, off->code_filename, file);
+	/* named while alive: name and file */
+	got = py_codes__get(c, pid, off, (uintptr_t)code, (uintptr_t)name, fp_boot);
+	CHECK(!strcmp(got->qualname, "_bootstrap_inner") && !strcmp(got->filename, "/app/stages.py"));
+	/* freed, its name's memory now another name's; a read from before is named late */
+	make_str(name, off, "read_batch");
+	fp_read = fp_of(name, off);
+	CHECK(fp_read != fp_boot);
+	got = py_codes__get(c, pid, off, (uintptr_t)old_code, (uintptr_t)name, fp_boot);
+	CHECK(!strcmp(got->qualname, "?") && !strcmp(got->filename, "?"));
+	/* the same code memory with the same str address but the new name: a new entry */
+	got = py_codes__get(c, pid, off, (uintptr_t)code, (uintptr_t)name, fp_read);
+	CHECK(!strcmp(got->qualname, "read_batch") && !strcmp(got->filename, "/app/stages.py"));
+	/* a freed code object whose name still lives: the name, without a file */
+	make_str(other, off, "<module>");
+	got = py_codes__get(c, pid, off, (uintptr_t)old_code, (uintptr_t)other, fp_of(other, off));
+	CHECK(!strcmp(got->qualname, "<module>") && !strcmp(got->filename, "?"));
+	py_codes__free(c);
+}
+
 static void test_offsets(void)
 {
 	const struct py_version *v = py_version__find(3, 11);
@@ -254,6 +325,7 @@ int main(void)
 	RUN(test_spans);
 	RUN(test_truncated_read);
 	RUN(test_offsets);
+	RUN(test_code_names_never_borrowed);
 	RUN(test_usdt_args);
 	RUN(test_usdt_python);
 	UNIT_EXIT();

@@ -16,6 +16,7 @@ struct code_entry {
 	struct {
 		uint64_t addr;
 		uint64_t qualname; /* tells a new code object at a freed one's address apart */
+		uint64_t name_fp;  /* ... and a new name at a freed one's */
 		int pid;
 	} key;
 	struct py_code code;
@@ -165,15 +166,28 @@ static void read_gone(struct py_code *code, const struct py_offsets *off, uint64
 	code->filename = xstrdup("?");
 }
 
+/* The fingerprint BPF takes of a name (bpf/python.bpf.c, name_fp), taken again now. */
+static int str_fp(int pid, const struct py_offsets *off, uint64_t addr, uint64_t *fp)
+{
+	uint64_t length, head;
+
+	if (py_mem__read(pid, addr + off->str_length, &length, sizeof(length)) ||
+	    py_mem__read(pid, addr + off->str_ascii_data, &head, sizeof(head)))
+		return -EFAULT;
+	*fp = py_name_fp(length, head);
+	return 0;
+}
+
 const struct py_code *py_codes__get(struct py_codes *c, int pid, const struct py_offsets *off,
-				    uint64_t addr, uint64_t qualname)
+				    uint64_t addr, uint64_t qualname, uint64_t name_fp)
 {
 	struct code_entry *e, key;
-	uint64_t now;
+	uint64_t now, fp;
 
 	memset(&key, 0, sizeof(key));
 	key.key.addr = addr;
 	key.key.qualname = qualname;
+	key.key.name_fp = name_fp;
 	key.key.pid = pid;
 	HASH_FIND(hh, c->map, &key.key, sizeof(key.key), e);
 	if (e)
@@ -182,7 +196,11 @@ const struct py_code *py_codes__get(struct py_codes *c, int pid, const struct py
 	e->key = key.key;
 	e->code.pid = pid;
 	e->code.addr = addr;
-	if (!py_mem__read(pid, addr + off->code_qualname, &now, sizeof(now)) && now == qualname)
+	/* BPF could not read the name (fingerprint 0): it is trusted as before */
+	if (name_fp && (str_fp(pid, off, qualname, &fp) || fp != name_fp))
+		read_gone(&e->code, off, 0);
+	else if (!py_mem__read(pid, addr + off->code_qualname, &now, sizeof(now)) &&
+		 now == qualname)
 		read_code(&e->code, off);
 	else
 		read_gone(&e->code, off, qualname);

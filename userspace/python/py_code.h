@@ -25,12 +25,14 @@ struct py_codes;
 
 struct py_codes *py_codes__new(void);
 void py_codes__free(struct py_codes *c);
-/* The code object at addr in pid's memory whose co_qualname was qualname when BPF read the
- * frame, named the first time. A code object freed since (a module's body, once imported) may
- * have left its memory to another one: then only its name is known (from qualname, if that
- * string still lives), not its file. Entries stay valid until py_codes__forget(pid). */
+/* The code object at addr in pid's memory whose co_qualname was the str at qualname, with
+ * fingerprint name_fp (py_name_fp), when BPF read the frame; named the first time. A code object
+ * freed since (a module's body, once imported) may have left its memory to another one: then
+ * only its name is known (from qualname, if that string still lives), not its file; and a name
+ * whose str has been freed and taken by another string is unknown ("?"), never another
+ * function's. Entries stay valid until py_codes__forget(pid). */
 const struct py_code *py_codes__get(struct py_codes *c, int pid, const struct py_offsets *off,
-				    uint64_t addr, uint64_t qualname);
+				    uint64_t addr, uint64_t qualname, uint64_t name_fp);
 /* Forgets pid's code objects (it exited or ran exec: the addresses mean something else now). */
 void py_codes__forget(struct py_codes *c, int pid);
 

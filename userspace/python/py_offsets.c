@@ -28,17 +28,20 @@ const char *py_version__supported(void)
 	return buf[0] ? buf : "none (built without python3.N-dev headers)";
 }
 
-static bool in_window(uint32_t base, uint32_t off)
+/* The BPF side reads a frame's fields, and a name's length and first bytes, each in one read
+ * of a few words (bpf/python.bpf.c): they must lie that close, word-aligned. */
+static bool in_window(uint32_t base, uint32_t off, uint32_t words)
 {
-	return off >= base && off - base < 32 && (off - base) % 8 == 0;
+	return off >= base && off - base < 8 * words && (off - base) % 8 == 0;
 }
 
 int py_version__bpf_cfg(const struct py_version *v, uint64_t runtime, struct py_proc_cfg *cfg)
 {
 	const struct py_offsets *o = &v->off;
 
-	if (!in_window(o->frame_code, o->frame_previous) ||
-	    !in_window(o->frame_code, o->frame_prev_instr))
+	if (!in_window(o->frame_code, o->frame_previous, 4) ||
+	    !in_window(o->frame_code, o->frame_prev_instr, 4) ||
+	    !in_window(o->str_length, o->str_ascii_data, 5))
 		return -ENOTSUP;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->runtime = runtime;
@@ -53,5 +56,7 @@ int py_version__bpf_cfg(const struct py_version *v, uint64_t runtime, struct py_
 	cfg->frame_previous = o->frame_previous;
 	cfg->frame_prev_instr = o->frame_prev_instr;
 	cfg->code_qualname = o->code_qualname;
+	cfg->str_length = o->str_length;
+	cfg->str_ascii_data = o->str_ascii_data;
 	return 0;
 }

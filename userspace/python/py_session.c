@@ -45,7 +45,9 @@ static uint64_t on_opened(void *ctx, int pid, const struct py_frame *f)
 	struct py_session *s = ctx;
 	const struct py_proc *p = proc_of(s, pid);
 
-	return p ? (uintptr_t)py_codes__get(s->codes, pid, &p->ver->off, f->code, f->name) : 0;
+	return p ? (uintptr_t)py_codes__get(s->codes, pid, &p->ver->off, f->code, f->name,
+						    f->name_fp)
+		 : 0;
 }
 
 static void on_span(void *ctx, int pid, int tid, const struct py_open *o, uint64_t end,
