@@ -35,7 +35,9 @@ FUZZ_SRCS_probe_pack := probe/probe_spec util/util
 FUZZ_SRCS_probe_spec := probe/probe_spec util/util
 FUZZ_SRCS_elf_syms := elf/elf_syms
 FUZZ_SRCS_json_escape := trace/json_text
-FUZZ_SRCS_trace_reader := trace/trace_reader trace/json_value trace/ftrace_line util/util
+FUZZ_SRCS_trace_reader := trace/trace_reader trace/trace_input trace/json_value trace/json_text \
+	trace/ftrace_line util/util
+FUZZ_SRCS_ftrace_line := trace/ftrace_line
 FUZZ_SRCS_usdt := elf/usdt util/util
 FUZZ_SRCS_py_linetable := python/py_code python/py_proc python/py_offsets elf/elf_datasym util/util
 # Small read buffers, so that inputs of a few KB cross buffer boundaries (where escapes and

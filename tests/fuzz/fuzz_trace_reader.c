@@ -40,6 +40,25 @@ static uint64_t mix(uint64_t h, const char *p, size_t n)
 	return h * 0x100000001b3ull;
 }
 
+/* No control character (C0, DEL, C1) and valid UTF-8: a name goes to terminals and CSV. */
+static void check_printable(const char *s, const char *what)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; p[i]; i++) {
+		fuzz_check(p[i] >= 0x20 && p[i] != 0x7f, "%s: control byte %#x", what, p[i]);
+		fuzz_check(!(p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] < 0xa0), "%s: C1", what);
+		if (p[i] >= 0x80) {
+			size_t n = p[i] >= 0xf0 ? 4 : p[i] >= 0xe0 ? 3 : 2;
+
+			fuzz_check(p[i] >= 0xc2 && p[i] <= 0xf4, "%s: byte %#x", what, p[i]);
+			for (size_t k = 1; k < n; k++)
+				fuzz_check((p[i + k] & 0xc0) == 0x80, "%s: cut UTF-8", what);
+			i += n - 1;
+		}
+	}
+}
+
 static void check_event(const struct trace_event *ev)
 {
 	const struct text_span *spans[] = { &ev->ts_at, &ev->pid_at, &ev->tid_at, &ev->args_at,
@@ -51,11 +70,12 @@ static void check_event(const struct trace_event *ev)
 		fuzz_check((uint64_t)spans[i]->off + spans[i]->len <= ev->len,
 			   "value %zu at %u+%u outside the event (%zu bytes)", i, spans[i]->off,
 			   spans[i]->len, ev->len);
-	/* the strings were unescaped into memory of their own: they must be readable */
-	(void)strlen(ev->name);
-	(void)strlen(ev->cat);
+	/* the strings were unescaped into memory of their own, safe to print (text_safe) */
+	check_printable(ev->name, "name");
+	check_printable(ev->cat, "cat");
 	if (ev->arg_name)
-		(void)strlen(ev->arg_name);
+		check_printable(ev->arg_name, "args.name");
+	fuzz_check(!ev->bad_time, "an event with a bad ts or dur handed out");
 }
 
 static void read_all(unsigned want, size_t size, struct pass *out)

@@ -1,5 +1,6 @@
 """Bad input: one clear line on stderr and the right exit status (2 usage, 1 runtime)."""
 import os
+import re
 import subprocess
 
 import lib
@@ -100,6 +101,27 @@ def test_unreadable_packs_folder(tmp):
     assert f"cannot read the probe packs folder {missing}" in p.stderr, p.stderr
     assert "no probe pack matches" not in p.stderr, p.stderr
     lib.load_trace(out)
+    sigusr1(pid)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0
+
+
+def test_functions_the_kernel_refuses(tmp):
+    """pthread_spin_lock starts with an instruction uprobes cannot take (ENOTSUPP, "Unknown
+    error 524" raw): the others are traced and a warning names it; alone, one clear line."""
+    pl, pid = start_pipeline("--frames", "1")
+    out = os.path.join(tmp, "t.json")
+    rc, err = run_tracer("-p", pid, "-d", "0.3", "-o", out, "-u",
+                         "other:libc.so.6:pthread_spin_*")
+    assert rc == 0, err
+    assert "refused uprobes on 1 function (ENOTSUPP: an instruction uprobes cannot handle): " \
+        "pthread_spin_lock; traced without it" in err, err
+    assert re.search(r"recording \d+ functions", err), err
+    rc, err = run_tracer("-p", pid, "-d", "0.3", "-o", out, "-u",
+                         "other:libc.so.6:pthread_spin_lock")
+    assert rc == 1 and "refused uprobes on every function matched" in one_line(err), err
+    assert "524" not in err
+    assert wait_probes_gone()
     sigusr1(pid)
     rc, _, _ = wait_exit(pl)
     assert rc == 0

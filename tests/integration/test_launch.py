@@ -47,3 +47,17 @@ def test_launch_runs_as_invoking_user(tmp):
     trace, _ = load_trace(out)
     assert any(e["name"] in ("getuid", "geteuid") for e in spans(trace))
     assert os.stat(out).st_uid == 65534
+
+
+def test_malformed_sudo_ids_refused(tmp):
+    """SUDO_UID=abc must not mean "run the command as root": one line, nothing run."""
+    marker = os.path.join(tmp, "ran")
+    for env in ({"SUDO_UID": "abc", "SUDO_GID": "0"}, {"SUDO_UID": "65534"},
+                {"SUDO_UID": "65534", "SUDO_GID": "-1"}):
+        out = os.path.join(tmp, "u.json")
+        p = subprocess.run([lib.TRACER, "-q", "-o", out, "--", "touch", marker],
+                           capture_output=True, text=True, env=dict(os.environ, **env), timeout=60)
+        assert p.returncode == 1, (env, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "SUDO_UID" in lines[0] and "unset" in lines[0], (env, lines)
+        assert not os.path.exists(marker) and not os.path.exists(out), env

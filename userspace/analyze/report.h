@@ -55,7 +55,6 @@ struct report {
 	int64_t start_ns, end_ns; /* the recording, trace-relative */
 	int cpus;		  /* CPUs seen in the scheduler lines, 0 if none */
 	bool has_sched, truncated;
-	uint64_t oversized;
 	uint64_t approx; /* spans whose scheduler history was gone (far out-of-order files) */
 	void *priv;
 };

@@ -310,8 +310,9 @@ int pass1(struct ctx *c, char *err, size_t errlen)
 			 c->o->path);
 		ret = -EINVAL;
 	}
+	if (ret >= 0)
+		trace_reader__warn_skipped(tr, c->o->path);
 	c->r->truncated = trace_reader__truncated(tr);
-	c->r->oversized = trace_reader__oversized(tr);
 	trace_reader__close(tr);
 	return ret;
 }

@@ -3,6 +3,7 @@
 #include "analyze/report.h"
 #include "analyze/report_html.h"
 #include "cmd/commands.h"
+#include "trace/outfile.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
 
@@ -42,16 +43,17 @@ static const char report_usage[] =
 static int report__write_html(const char *path, const struct report *r,
 			      const struct report_opts *o)
 {
-	FILE *f = fopen(path, "w");
-	int err;
+	struct outfile *out;
+	FILE *f;
+	int err = outfile__open(&out, path);
 
-	if (!f) {
-		err = -errno;
+	if (err)
 		goto out;
-	}
-	err = report_html__write(f, r, o);
-	if (fclose(f) && !err)
-		err = -errno;
+	f = outfile__stdio(out);
+	err = f ? report_html__write(f, r, o) : -ENOMEM;
+	if (f && fclose(f) && !err)
+		err = -EIO;
+	err = outfile__close(out, !err) ?: err;
 out:
 	if (err)
 		pr_err("cannot write %s: %s", path, strerror(-err));
@@ -136,9 +138,6 @@ int cmd_report(int argc, char **argv)
 		pr_warn("%s ends before its closing bracket (recording killed?): reporting the "
 			"complete events before the cut",
 			o.path);
-	if (r.oversized)
-		pr_warn("%" PRIu64 " events larger than %u MB were skipped", r.oversized,
-			TR_MAX_VALUE >> 20);
 	if (r.ignored_be)
 		pr_warn("%" PRIu64 " B/E events ignored: only complete (X) events are counted",
 			r.ignored_be);

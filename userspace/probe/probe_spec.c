@@ -403,6 +403,27 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 	return 0;
 }
 
+/* How many arrays and objects are open at end: cJSON gives up past CJSON_NESTING_LIMIT. */
+static int depth_at(const char *text, const char *end)
+{
+	bool in_str = false, esc = false;
+	int depth = 0;
+
+	for (const char *p = text; p < end && *p; p++) {
+		if (in_str) {
+			esc = !esc && *p == '\\';
+			in_str = esc || *p != '"';
+		} else if (*p == '"') {
+			in_str = true;
+		} else if (*p == '[' || *p == '{') {
+			depth++;
+		} else if (*p == ']' || *p == '}') {
+			depth--;
+		}
+	}
+	return depth;
+}
+
 int probe_pack__parse(const char *text, const char *path, struct probe_pack *pack,
 		      struct probe_specs *specs, char *err, size_t errlen)
 {
@@ -417,7 +438,12 @@ int probe_pack__parse(const char *text, const char *path, struct probe_pack *pac
 	memset(pack, 0, sizeof(*pack));
 	root = cJSON_ParseWithOpts(text, &end, true);
 	if (!root) {
-		snprintf(err, errlen, "%s:%d: not valid JSON", path, line_at(text, end ? end : text));
+		end = end ? end : text;
+		if (depth_at(text, end) >= CJSON_NESTING_LIMIT)
+			snprintf(err, errlen, "%s:%d: nested deeper than %d levels: flatten it", path,
+				 line_at(text, end), CJSON_NESTING_LIMIT);
+		else
+			snprintf(err, errlen, "%s:%d: not valid JSON", path, line_at(text, end));
 		return -EINVAL;
 	}
 	if (!cJSON_IsObject(root)) {

@@ -103,12 +103,62 @@ void attach__set_usdt_end(struct attachment *a, struct bpf_program *usdt_end)
 	a->usdt_end = usdt_end;
 }
 
+/* The kernel refuses this function, not the whole attachment: the others go on without it. */
+static bool refused_alone(int e)
+{
+	return e == -524 /* ENOTSUPP: an instruction uprobes cannot handle */ || e == -EINVAL ||
+	       e == -EOPNOTSUPP;
+}
+
+static void refuse(struct attachment *a, uint64_t cookie, int e, bool ret)
+{
+	a->refused = xrealloc(a->refused, a->nrefused + 1, sizeof(*a->refused));
+	a->refused[a->nrefused++] = (struct refused_probe){ cookie, e, ret };
+}
+
+static void keep_fd(struct attachment *a, int fd, bool ret)
+{
+	a->link_fds = xrealloc(a->link_fds, a->nfds + 1, sizeof(int));
+	a->link_is_return = xrealloc(a->link_is_return, a->nfds + 1, sizeof(bool));
+	a->link_fds[a->nfds] = fd;
+	a->link_is_return[a->nfds++] = ret;
+}
+
+/* Offsets [lo, hi) of s in one link; when the kernel refuses it, each half in its own, down to
+ * the functions it refuses alone: few links, and every one that took is kept. */
+static int attach_range(struct attachment *a, const struct attach_site *s, int pfd, bool ret,
+			size_t lo, size_t hi, char *err, size_t errlen)
+{
+	size_t mid = lo + (hi - lo) / 2;
+	int fd, e;
+
+	fd = attach__uprobe_multi_ref(pfd, s->path, s->offsets + lo,
+				      s->ref_ctr_offsets ? s->ref_ctr_offsets + lo : NULL,
+				      s->cookies + lo, hi - lo, s->pid, ret);
+	if (fd >= 0) {
+		keep_fd(a, fd, ret);
+		return 0;
+	}
+	e = -errno;
+	if (!refused_alone(e)) {
+		snprintf(err, errlen, "cannot attach %zu probes to %s in pid %d: %s", hi - lo,
+			 s->object, s->pid, strerror(-e));
+		return e;
+	}
+	if (hi - lo == 1) {
+		refuse(a, s->cookies[lo], e, ret);
+		return 0;
+	}
+	e = attach_range(a, s, pfd, ret, lo, mid, err, errlen);
+	return e ? e : attach_range(a, s, pfd, ret, mid, hi, err, errlen);
+}
+
 static int attach_multi(struct attachment *a, const struct attach_sites *sites, int prog_fd,
 			bool ret, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < sites->cnt; i++) {
 		const struct attach_site *s = &sites->v[i];
-		int fd, pfd = prog_fd;
+		int pfd = prog_fd, e;
 
 		if (ret && s->entry_only)
 			continue;
@@ -117,19 +167,9 @@ static int attach_multi(struct attachment *a, const struct attach_sites *sites, 
 				continue;
 			pfd = bpf_program__fd(a->usdt_end);
 		}
-		fd = attach__uprobe_multi_ref(pfd, s->path, s->offsets, s->ref_ctr_offsets,
-					      s->cookies, s->cnt, s->pid, ret);
-		if (fd < 0) {
-			int e = -errno;
-
-			snprintf(err, errlen, "cannot attach %zu probes to %s in pid %d: %s", s->cnt,
-				 s->object, s->pid, strerror(-e));
+		e = attach_range(a, s, pfd, ret, 0, s->cnt, err, errlen);
+		if (e)
 			return e;
-		}
-		a->link_fds = xrealloc(a->link_fds, a->nfds + 1, sizeof(int));
-		a->link_is_return = xrealloc(a->link_is_return, a->nfds + 1, sizeof(bool));
-		a->link_fds[a->nfds] = fd;
-		a->link_is_return[a->nfds++] = ret;
 	}
 	return 0;
 }
@@ -151,6 +191,10 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 			l = bpf_program__attach_uprobe_opts(s->usdt_end ? a->usdt_end : prog,
 							    s->pid ? s->pid : -1, s->path,
 							    s->offsets[k], &opts);
+			if (!l && refused_alone(-errno)) {
+				refuse(a, s->cookies[k], -errno, ret);
+				continue;
+			}
 			if (!l) {
 				int e = -errno;
 
@@ -221,6 +265,9 @@ void attach__detach(struct attachment *a)
 	free(a->link_fds);
 	free(a->link_is_return);
 	free(a->links);
+	free(a->refused);
+	a->refused = NULL;
+	a->nrefused = 0;
 	a->link_fds = NULL;
 	a->link_is_return = NULL;
 	a->links = NULL;

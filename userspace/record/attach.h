@@ -24,6 +24,16 @@ struct attachment {
 	size_t nlinks;
 	size_t nprobes; /* functions attached, counted once per process */
 	struct bpf_program *usdt_end;
+	struct refused_probe *refused; /* functions the kernel would not probe, left out */
+	size_t nrefused;
+};
+
+/* A function whose uprobe the kernel refused (an instruction it cannot single-step or emulate:
+ * ENOTSUPP, EINVAL), found by halving the site's link: the rest is attached without it. */
+struct refused_probe {
+	uint64_t cookie; /* its probe id */
+	int err;	 /* -errno */
+	bool ret;	 /* its return probe (the entry is refused for the same reason) */
 };
 
 /* One uprobe_multi link (raw BPF_LINK_CREATE: libbpf 1.1 has no API for it) for cnt offsets
@@ -41,7 +51,8 @@ int attach__uprobe_multi_ref(int prog_fd, const char *path, const uint64_t *offs
 bool attach__multi_supported(void);
 
 /* Attaches returns first, then entries, so that every recorded entry has its return. Adds to
- * what is attached already; on an error, what was attached stays (attach__detach ends it). */
+ * what is attached already; on an error, what was attached stays (attach__detach ends it).
+ * Functions the kernel refuses one by one go to a->refused; any other failure is an error. */
 int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen);
 /* USDT end sites (usdt_end) go to this program; without one they are skipped. */

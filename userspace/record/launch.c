@@ -24,7 +24,10 @@ static void child(char **argv, bool stdout_to_stderr, int report_fd)
 	gid_t gid;
 	int e;
 
-	invoking_user(&uid, &gid);
+	if (invoking_user(&uid, &gid)) {
+		errno = EINVAL; /* checked before the launch: never run it as root instead */
+		goto fail;
+	}
 	if (getuid() == 0 && uid != 0) {
 		struct passwd *pw = getpwuid(uid);
 

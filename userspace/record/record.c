@@ -166,6 +166,8 @@ int record__run(struct record_opts *opts)
 		pr_err("need root: uprobes need CAP_SYS_ADMIN; run with sudo");
 		return 1;
 	}
+	if (check_invoking_user())
+		return 1;
 	err = prepare(&r);
 	if (!err)
 		err = recording__open_output(&r);

@@ -110,6 +110,48 @@ static void write_cfgs(struct tracked *t, size_t first)
 	}
 }
 
+/* What the kernel said about a function it would not probe, in words. */
+static const char *refusal(int e)
+{
+	return e == -524 ? "ENOTSUPP: an instruction uprobes cannot handle" : strerror(-e);
+}
+
+/* One warning per refusal since `from` (entries: a return is refused with its entry), naming
+ * the functions; an error when nothing at all could be attached. */
+static int report_refused(struct tracked *t, size_t from, char *err, size_t errlen)
+{
+	struct attachment *a = &t->attachment;
+	size_t n = 0, shown = 0;
+	char names[512] = "";
+
+	for (size_t i = from; i < a->nrefused; i++) {
+		const struct probe *p = &t->probes.v[a->refused[i].cookie];
+		size_t len = strlen(names);
+
+		if (a->refused[i].ret)
+			continue;
+		n++;
+		if (len + strlen(p->function) + 8 < sizeof(names)) {
+			snprintf(names + len, sizeof(names) - len, "%s%s", shown ? ", " : "",
+				 p->function);
+			shown++;
+		}
+	}
+	if (!n)
+		return 0;
+	a->nprobes -= n < a->nprobes ? n : a->nprobes;
+	if (!a->nprobes) {
+		snprintf(err, errlen, "the kernel refused uprobes on every function matched (%s): "
+				      "pick other functions",
+			 refusal(a->refused[from].err));
+		return -EINVAL;
+	}
+	pr_warn("the kernel refused uprobes on %zu function%s (%s): %s%s; traced without %s", n,
+		plural_s(n), refusal(a->refused[a->nrefused - 1].err), names,
+		shown < n ? ", ..." : "", n == 1 ? "it" : "them");
+	return 0;
+}
+
 /* Resolves specs against views, then attaches what they resolved to. */
 static int attach_specs(struct tracked *t, const struct probe_specs *specs, struct target *views,
 			size_t n, unsigned int flags, char *err, size_t errlen)
@@ -125,8 +167,12 @@ static int attach_specs(struct tracked *t, const struct probe_specs *specs, stru
 		ret = -E2BIG;
 	}
 	if (!ret) {
+		size_t refused = t->attachment.nrefused;
+
 		write_cfgs(t, first);
 		ret = attach__sites(&t->attachment, &sites, t->enter, t->exit, err, errlen);
+		if (!ret)
+			ret = report_refused(t, refused, err, errlen);
 	}
 	attach_sites__free(&sites);
 	return ret;

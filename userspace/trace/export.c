@@ -79,25 +79,34 @@ static int learn_names(const char *path, struct xthread **n, char *err, size_t e
 	return ret;
 }
 
-/* A string as a JSON literal. */
-static void put_json(struct outfile *f, const char *s, char **buf, size_t *cap)
+static void grow(char **buf, size_t *cap, size_t need)
 {
-	size_t n = strlen(s), need = 6 * n + 1;
-
 	if (need > *cap) {
 		*cap = need;
 		*buf = xrealloc(*buf, need, 1);
 	}
+}
+
+/* A string as a JSON literal. */
+static void put_json(struct outfile *f, const char *s, char **buf, size_t *cap)
+{
+	size_t n = strlen(s);
+
+	grow(buf, cap, 6 * n + 1);
 	json_escape(*buf, *cap, s, n);
 	outfile__puts(f, "\"");
 	outfile__puts(f, *buf);
 	outfile__puts(f, "\"");
 }
 
-static void put_csv(struct outfile *f, const char *s, size_t n)
+/* A cell: quoted, with text_safe's replacements (no control character reaches a terminal). */
+static void put_csv(struct outfile *f, const char *s, size_t n, char **buf, size_t *cap)
 {
 	const char *q;
 
+	grow(buf, cap, 3 * n + 1);
+	n = text_safe(*buf, *cap, s, n);
+	s = *buf;
 	outfile__puts(f, "\"");
 	while (n && (q = memchr(s, '"', n))) {
 		outfile__write(f, s, q + 1 - s);
@@ -107,6 +116,13 @@ static void put_csv(struct outfile *f, const char *s, size_t n)
 	}
 	outfile__write(f, s, n);
 	outfile__puts(f, "\"");
+}
+
+/* JSON text from the input (a literal, the args), valid whatever the input held. */
+static void put_raw_json(struct outfile *f, const char *s, size_t n, char **buf, size_t *cap)
+{
+	grow(buf, cap, 6 * n + 1);
+	outfile__write(f, *buf, json_clean(*buf, s, n));
 }
 
 static void put_ns(struct outfile *f, int64_t v)
@@ -120,9 +136,9 @@ static void row(struct outfile *f, const struct trace_event *ev, const char *thr
 	const char *args = ev->args_at.len ? ev->text + ev->args_at.off : NULL;
 
 	if (csv) {
-		put_csv(f, ev->name, strlen(ev->name));
+		put_csv(f, ev->name, strlen(ev->name), buf, cap);
 		outfile__puts(f, ",");
-		put_csv(f, ev->cat, strlen(ev->cat));
+		put_csv(f, ev->cat, strlen(ev->cat), buf, cap);
 		outfile__puts(f, ",");
 		if (ev->has_pid)
 			put_ns(f, ev->pid);
@@ -130,20 +146,20 @@ static void row(struct outfile *f, const struct trace_event *ev, const char *thr
 		if (ev->has_tid)
 			put_ns(f, ev->tid);
 		outfile__puts(f, ",");
-		put_csv(f, thread, strlen(thread));
+		put_csv(f, thread, strlen(thread), buf, cap);
 		outfile__puts(f, ",");
 		put_ns(f, ev->ts_ns);
 		outfile__puts(f, ",");
 		put_ns(f, ev->dur_ns);
 		outfile__puts(f, ",");
 		if (args)
-			put_csv(f, args, ev->args_at.len);
+			put_csv(f, args, ev->args_at.len, buf, cap);
 		outfile__puts(f, "\n");
 		return;
 	}
 	outfile__puts(f, "{\"name\":");
 	if (ev->name_at.len && ev->text[ev->name_at.off] == '"') /* the file's own literal */
-		outfile__write(f, ev->text + ev->name_at.off, ev->name_at.len);
+		put_raw_json(f, ev->text + ev->name_at.off, ev->name_at.len, buf, cap);
 	else
 		put_json(f, ev->name, buf, cap);
 	outfile__puts(f, ",\"category\":");
@@ -166,7 +182,7 @@ static void row(struct outfile *f, const struct trace_event *ev, const char *thr
 	put_ns(f, ev->dur_ns);
 	outfile__puts(f, ",\"args\":");
 	if (args)
-		outfile__write(f, args, ev->args_at.len);
+		put_raw_json(f, args, ev->args_at.len, buf, cap);
 	else
 		outfile__puts(f, "null");
 	outfile__puts(f, "}\n");
@@ -201,6 +217,8 @@ static int write_rows(const char *path, struct xthread **n, struct outfile *f, b
 	}
 	if (ret < 0)
 		snprintf(err, errlen, "%s", trace_reader__error(r));
+	else
+		trace_reader__warn_skipped(r, path);
 	free(buf);
 	trace_reader__close(r);
 	return ret;

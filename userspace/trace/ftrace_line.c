@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 /* ---- writing ---------------------------------------------------------------------------- */
@@ -184,7 +185,9 @@ int ftrace_line__parse(const char *line, size_t len, struct ftrace_line *out)
 		while (task_end > p && task_end[-1] == ' ')
 			task_end--;
 	}
-	/* "comm-tid": the tid follows the last '-' */
+	/* "comm-tid": the tid follows the last '-' (no task at all: not an event) */
+	if (task_end <= p)
+		return -EINVAL;
 	for (dash = task_end - 1; dash > p && *dash != '-'; dash--)
 		;
 	if (*dash != '-' || !digits(dash + 1, task_end, &out->tid, &after) || after != task_end)
@@ -215,6 +218,8 @@ int ftrace_line__parse(const char *line, size_t len, struct ftrace_line *out)
 		return -EINVAL;
 	for (; fd < 9; fd++)
 		frac *= 10;
+	if (v >= INT64_MAX / 1000000000) /* seconds beyond what nanoseconds hold: not a time */
+		return -EINVAL;
 	out->ts_ns = v * 1000000000 + frac;
 	out->ts_at = (struct text_span){ (uint32_t)(ts - line), (uint32_t)(p - ts) };
 	ev = skip_ws_mem(p + 1, end);

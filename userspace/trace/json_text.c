@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "trace/json_text.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* Length of the valid UTF-8 sequence at s (at most max bytes), or 0. */
@@ -30,6 +31,68 @@ static size_t utf8_len(const unsigned char *s, size_t max)
 	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
 	return n;
+}
+
+size_t text_safe(char *out, size_t len, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0, i = 0;
+
+	if (!len)
+		return 0;
+	while (i < n) {
+		size_t take = p[i] < 0x80 ? 1 : utf8_len(p + i, n - i);
+		/* C0 and DEL, C1 (U+0080..U+009F: 0xc2 0x80..0x9f), or not UTF-8 */
+		bool bad = !take || p[i] < 0x20 || p[i] == 0x7f || (p[i] == 0xc2 && p[i + 1] < 0xa0);
+		const char *w = bad ? "\xef\xbf\xbd" : s + i;
+		size_t wn = bad ? 3 : take;
+
+		if (o + wn >= len)
+			break;
+		memcpy(out + o, w, wn);
+		o += wn;
+		i += take ? take : 1;
+	}
+	out[o] = 0;
+	return o;
+}
+
+size_t json_clean(char *out, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	bool in_str = false, esc = false;
+	size_t o = 0;
+
+	for (size_t i = 0; i < n;) {
+		unsigned c = p[i];
+		size_t take = c < 0x80 ? 1 : utf8_len(p + i, n - i);
+
+		if (in_str && c < 0x20) { /* a raw control byte: never valid inside a string */
+			memcpy(out + o, "\\u00", 4);
+			out[o + 4] = hex[c >> 4];
+			out[o + 5] = hex[c & 15];
+			o += 6;
+			esc = false;
+		} else if (!take) {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			esc = false;
+			take = 1;
+		} else {
+			memcpy(out + o, s + i, take);
+			o += take;
+			if (in_str && esc)
+				esc = false;
+			else if (in_str && c == '\\')
+				esc = true;
+			else if (c == '"')
+				in_str = !in_str;
+		}
+		i += take;
+	}
+	out[o] = 0;
+	return o;
 }
 
 size_t json_escape(char *out, size_t len, const char *s, size_t max)

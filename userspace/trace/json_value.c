@@ -136,7 +136,7 @@ size_t json_unescape_one(const char *p, const char *end, char *out, size_t *n)
 	return 0;
 }
 
-size_t json_unescape(const char *s, size_t len, char *out, size_t outlen)
+size_t json_unescape(const char *s, size_t len, char *out, size_t outlen, size_t *written)
 {
 	const char *p = s + 1, *end = s + len;
 	size_t o = 0;
@@ -161,7 +161,11 @@ size_t json_unescape(const char *s, size_t len, char *out, size_t outlen)
 		}
 		p += used;
 	}
-	out[o < outlen ? o : outlen - 1] = 0;
+	if (o >= outlen)
+		o = outlen - 1;
+	out[o] = 0;
+	if (written)
+		*written = o;
 	return p < end ? p + 1 - s : 0;
 }
 

@@ -11,8 +11,9 @@
  * 0 or -EINVAL. */
 int json_us_to_ns(const char *s, size_t len, int64_t *ns);
 /* Decodes the JSON string literal at s (starting at its quote) into out (at most outlen-1
- * bytes, NUL-terminated). Returns the bytes of s consumed, or 0 if it is not a string. */
-size_t json_unescape(const char *s, size_t len, char *out, size_t outlen);
+ * bytes, NUL-terminated; *written, if not NULL, is their number: "\u0000" decodes to a NUL
+ * inside). Returns the bytes of s consumed, or 0 if it is not a string. */
+size_t json_unescape(const char *s, size_t len, char *out, size_t outlen, size_t *written);
 /* The length of the JSON value at s (after leading white space is skipped by the caller), or
  * 0 if it is malformed or cut short. */
 size_t json_value_len(const char *s, size_t len);

@@ -176,6 +176,8 @@ static int scan_input(struct input *in)
 		pr_err("%s", trace_reader__error(r));
 	else if (trace_reader__no_events(r) && !trace_reader__truncated(r))
 		pr_err("%s: not a Chrome trace: no \"traceEvents\" array", in->path);
+	else
+		trace_reader__warn_skipped(r, in->path);
 	in->truncated = trace_reader__truncated(r);
 	if (!ret && trace_reader__no_events(r) && !in->truncated)
 		ret = -EINVAL;
@@ -310,6 +312,24 @@ static void buf_add(struct buf *b, const char *p, size_t n)
 	b->p[b->len] = 0;
 }
 
+/* Raw control bytes or invalid UTF-8 from the input made valid (json_clean): the output is JSON
+ * whatever the input held. */
+static void clean(struct buf *b)
+{
+	size_t i = 0;
+	char *p;
+
+	while (i < b->len && (unsigned char)b->p[i] >= 0x20 && (unsigned char)b->p[i] < 0x80)
+		i++;
+	if (i == b->len)
+		return;
+	p = xcalloc(6 * b->len + 1, 1);
+	b->len = json_clean(p, b->p, b->len);
+	free(b->p);
+	b->p = p;
+	b->cap = 6 * b->len + 1;
+}
+
 /* text with the subs applied, white space outside strings dropped (one event, one line). */
 static void rewrite(struct buf *out, const char *text, size_t len, struct sub *subs, size_t n,
 		    bool minify)
@@ -346,6 +366,7 @@ static void rewrite(struct buf *out, const char *text, size_t len, struct sub *s
 		}
 		free(tmp.p);
 	}
+	clean(out);
 }
 
 /* A flow id of input k, moved out of the other inputs' way. */

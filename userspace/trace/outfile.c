@@ -35,11 +35,11 @@ int outfile__open(struct outfile **fp, const char *path)
 		fd = dup(STDOUT_FILENO);
 	} else if (!lstat(path, &st) && !S_ISREG(st.st_mode)) {
 		/* a device, FIFO or symlink: write through it, never rename over it */
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	} else {
 		snprintf(f->path, sizeof(f->path), "%s", path);
 		snprintf(f->tmp, sizeof(f->tmp), "%s.tmp%d", path, (int)getpid());
-		fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	}
 	if (fd < 0) {
 		err = -errno;
@@ -130,4 +130,15 @@ int outfile__close(struct outfile *f, bool keep)
 	}
 	free(f);
 	return err;
+}
+
+static ssize_t cookie_write(void *cookie, const char *p, size_t n)
+{
+	outfile__write(cookie, p, n);
+	return n;
+}
+
+FILE *outfile__stdio(struct outfile *f)
+{
+	return fopencookie(f, "w", (cookie_io_functions_t){ .write = cookie_write });
 }

@@ -70,7 +70,10 @@ int trace_file__create(const char *path, char *err, size_t errlen)
 			snprintf(err, errlen, "cannot write to standard output: %s", strerror(errno));
 		return fd < 0 ? -errno : fd;
 	}
-	invoking_user(&uid, &gid);
+	if (invoking_user(&uid, &gid)) {
+		snprintf(err, errlen, "SUDO_UID/SUDO_GID are malformed: cannot tell whose %s is", path);
+		return -EINVAL;
+	}
 	e = check_replaceable(path, uid, err, errlen);
 	if (!e && !access(path, F_OK))
 		e = keep_old(path, uid, err, errlen);

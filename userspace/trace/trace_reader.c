@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 #include "trace/trace_reader.h"
+#include "trace/json_text.h"
+#include "trace/trace_input.h"
 #include "util/util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* The fuzz build reads in small pieces, to reach the code at buffer boundaries. */
@@ -37,10 +41,14 @@ struct trace_reader {
 	bool eof, truncated, top_array, saw_events, oversize;
 	int err;
 	uint64_t line, oversized;
+	uint64_t total; /* bytes read (after decompression) */
+	uint64_t bad_times; /* events left out: a ts or dur that is not a usable time */
 	char *val; /* the value being captured */
 	size_t val_len, val_cap;
 	char *scratch; /* the current event's unescaped strings */
 	size_t scratch_cap;
+	char *unescaped; /* one string, before text_safe */
+	size_t unescaped_cap;
 	char *sline; /* the current ftrace line */
 	size_t sline_len;
 	char path[256];
@@ -67,12 +75,19 @@ static int fail(struct trace_reader *r, int err, const char *fmt, ...)
 int trace_reader__open(struct trace_reader **rp, const char *path, unsigned want, char *msg,
 		       size_t msglen)
 {
-	struct trace_reader *r = xcalloc(1, sizeof(*r));
-	int err;
+	struct trace_reader *r;
+	int fd = trace_input__open(path), err;
 
-	r->gz = gzopen(path, "rb");
+	if (fd < 0) {
+		if (msg)
+			snprintf(msg, msglen, "cannot open %s: %s", path, strerror(-fd));
+		return fd;
+	}
+	r = xcalloc(1, sizeof(*r));
+	r->gz = gzdopen(fd, "rb");
 	if (!r->gz) {
-		err = errno ? -errno : -ENOMEM;
+		err = -ENOMEM;
+		close(fd);
 		if (msg)
 			snprintf(msg, msglen, "cannot open %s: %s", path, strerror(-err));
 		free(r);
@@ -96,6 +111,7 @@ void trace_reader__close(struct trace_reader *r)
 	free(r->buf);
 	free(r->val);
 	free(r->scratch);
+	free(r->unescaped);
 	free(r->sline);
 	free(r);
 }
@@ -115,6 +131,22 @@ uint64_t trace_reader__oversized(const struct trace_reader *r)
 	return r->oversized;
 }
 
+uint64_t trace_reader__bad_times(const struct trace_reader *r)
+{
+	return r->bad_times;
+}
+
+void trace_reader__warn_skipped(const struct trace_reader *r, const char *path)
+{
+	if (r->oversized)
+		pr_warn("%s: %" PRIu64 " event%s larger than %u MB skipped", path, r->oversized,
+			plural_s(r->oversized), TR_MAX_VALUE >> 20);
+	if (r->bad_times)
+		pr_warn("%s: %" PRIu64 " event%s left out: a ts or dur that is not a time (NaN, "
+			"beyond 9e15 us, a negative dur)",
+			path, r->bad_times, plural_s(r->bad_times));
+}
+
 bool trace_reader__no_events(const struct trace_reader *r)
 {
 	return !r->saw_events;
@@ -124,16 +156,22 @@ bool trace_reader__no_events(const struct trace_reader *r)
  * sets r->err). */
 static size_t read_more(struct trace_reader *r, char *dst, size_t room)
 {
-	int n, errnum;
+	int n, errnum = 0;
 	const char *what;
 
 	if (r->eof || r->err)
 		return 0;
 	n = gzread(r->gz, dst, room);
+	what = n > 0 ? NULL : gzerror(r->gz, &errnum);
+	if (!n && errnum == Z_BUF_ERROR) /* zlib ends a stream cut short like this */
+		n = -1;
 	if (n < 0) {
-		what = gzerror(r->gz, &errnum);
-		if (errnum == Z_BUF_ERROR) { /* a gzip stream cut short: the data so far counts */
+		if (errnum == Z_BUF_ERROR && r->total) { /* cut short: the data so far counts */
 			r->eof = true;
+			return 0;
+		}
+		if (errnum == Z_BUF_ERROR) {
+			fail(r, -EIO, "a gzip file cut short before its first byte of data");
 			return 0;
 		}
 		fail(r, -EIO, "read error: %s",
@@ -142,6 +180,7 @@ static size_t read_more(struct trace_reader *r, char *dst, size_t room)
 	}
 	if (!n)
 		r->eof = true;
+	r->total += n;
 	return n;
 }
 
@@ -279,18 +318,16 @@ static bool key_is(const char *k, size_t klen, const char *want)
 	return klen == n + 2 && !memcmp(k + 1, want, n);
 }
 
-/* Unescapes the string value at v into the scratch area; returns it ("" if not a string). */
-static const char *scratch_str(char **o, const char *v, size_t vlen)
+/* Unescapes the string value at v into the scratch area, made safe to print (text_safe: names
+ * come from the target); returns it ("" if not a string). */
+static const char *scratch_str(struct trace_reader *r, char **o, const char *v, size_t vlen)
 {
 	char *start = *o;
 	size_t n;
 
-	if (!vlen || *v != '"')
+	if (!vlen || *v != '"' || !json_unescape(v, vlen, r->unescaped, r->unescaped_cap, &n))
 		return "";
-	n = json_unescape(v, vlen, start, vlen);
-	if (!n)
-		return "";
-	*o = start + strlen(start) + 1;
+	*o = start + text_safe(start, 3 * vlen + 1, r->unescaped, n) + 1;
 	return start;
 }
 
@@ -308,9 +345,12 @@ static int parse_event(struct trace_reader *r, struct trace_event *ev)
 	ev->text = text;
 	ev->len = r->val_len;
 	ev->name = ev->cat = "";
-	if (r->scratch_cap < r->val_len + 8) {
-		r->scratch_cap = r->val_len + 8;
+	/* text_safe may make a byte three; the strings together are shorter than the event */
+	if (r->scratch_cap < 3 * r->val_len + 8) {
+		r->scratch_cap = 3 * r->val_len + 8;
 		r->scratch = xrealloc(r->scratch, r->scratch_cap, 1);
+		r->unescaped_cap = r->val_len + 8;
+		r->unescaped = xrealloc(r->unescaped, r->unescaped_cap, 1);
 	}
 	o = r->scratch;
 	if (*p != '{')
@@ -338,16 +378,18 @@ static int parse_event(struct trace_reader *r, struct trace_event *ev)
 		if (key_is(k, klen, "ph")) {
 			ev->ph = vlen > 2 && *v == '"' ? v[1] : 0;
 		} else if (key_is(k, klen, "name")) {
-			ev->name = scratch_str(&o, v, vlen);
+			ev->name = scratch_str(r, &o, v, vlen);
 			ev->name_at = at(text, v, vlen);
 		} else if (key_is(k, klen, "cat")) {
-			ev->cat = scratch_str(&o, v, vlen);
+			ev->cat = scratch_str(r, &o, v, vlen);
 			ev->cat_at = at(text, v, vlen);
 		} else if (key_is(k, klen, "ts")) {
 			ev->has_ts = !json_us_to_ns(v, vlen, &ev->ts_ns);
+			ev->bad_time |= !ev->has_ts;
 			ev->ts_at = at(text, v, vlen);
 		} else if (key_is(k, klen, "dur")) {
-			ev->has_dur = !json_us_to_ns(v, vlen, &ev->dur_ns);
+			ev->has_dur = !json_us_to_ns(v, vlen, &ev->dur_ns) && ev->dur_ns >= 0;
+			ev->bad_time |= !ev->has_dur;
 		} else if (key_is(k, klen, "pid")) {
 			ev->has_pid = json_int(v, vlen, &ev->pid);
 			ev->pid_at = at(text, v, vlen);
@@ -361,7 +403,7 @@ static int parse_event(struct trace_reader *r, struct trace_event *ev)
 			ev->args_at = at(text, v, vlen);
 			n = json_object_get(v, vlen, "name", &nlen);
 			if (n && *n == '"')
-				ev->arg_name = scratch_str(&o, n, nlen);
+				ev->arg_name = scratch_str(r, &o, n, nlen);
 		} else if (key_is(k, klen, "id")) {
 			ev->id_at = at(text, v, vlen);
 		} else if (key_is(k, klen, "bind_id")) {
@@ -387,7 +429,7 @@ static int read_key(struct trace_reader *r, char *key, size_t len)
 	}
 	if (ret)
 		return ret;
-	if (!json_unescape(r->val, r->val_len, key, len))
+	if (!json_unescape(r->val, r->val_len, key, len, NULL))
 		return -EINVAL;
 	return 0;
 }
@@ -619,6 +661,10 @@ static int step_event(struct trace_reader *r, struct trace_item *it)
 		return 0;
 	if (parse_event(r, &it->ev))
 		return fail(r, -EINVAL, "an event that is not a well-formed object");
+	if (it->ev.bad_time) { /* no reader can place it: left out, counted */
+		r->bad_times++;
+		return 0;
+	}
 	it->type = TI_EVENT;
 	return 1;
 }

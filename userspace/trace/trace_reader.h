@@ -44,6 +44,7 @@ struct trace_event {
 	const char *cat;  /* unescaped; "" if absent */
 	const char *arg_name; /* args.name unescaped (thread_name / process_name); NULL if absent */
 	bool has_ts, has_dur, has_pid, has_tid;
+	bool bad_time; /* a ts or dur that is not a usable time: the reader leaves it out */
 	int64_t ts_ns, dur_ns; /* microseconds in the file, exact nanoseconds here */
 	int64_t pid, tid;
 	struct text_span ts_at, pid_at, tid_at, args_at, id_at, bind_id_at, name_at, cat_at;
@@ -69,6 +70,10 @@ const char *trace_reader__error(const struct trace_reader *r);
 bool trace_reader__truncated(const struct trace_reader *r);
 /* Events or metadata skipped because they were larger than TR_MAX_VALUE. */
 uint64_t trace_reader__oversized(const struct trace_reader *r);
+/* Events left out because their ts or dur is not a usable time (NaN, huge, negative dur). */
+uint64_t trace_reader__bad_times(const struct trace_reader *r);
+/* Warns, naming path, of every event skipped so far (oversized, bad times): none in silence. */
+void trace_reader__warn_skipped(const struct trace_reader *r, const char *path);
 /* No "traceEvents" array and no top-level array were seen (call at the end). */
 bool trace_reader__no_events(const struct trace_reader *r);
 void trace_reader__close(struct trace_reader *r);

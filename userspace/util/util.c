@@ -265,18 +265,34 @@ int edit_distance(const char *a, const char *b, int cap)
 	return row[lb] < cap ? row[lb] : cap;
 }
 
-void invoking_user(uid_t *uid, gid_t *gid)
+int invoking_user(uid_t *uid, gid_t *gid)
 {
 	const char *su = getenv("SUDO_UID"), *sg = getenv("SUDO_GID");
-	long v;
+	long u, g;
 
 	*uid = getuid();
 	*gid = getgid();
-	if (su && sg && !parse_long(su, 0, 0x7fffffff, &v)) {
-		*uid = v;
-		if (!parse_long(sg, 0, 0x7fffffff, &v))
-			*gid = v;
-	}
+	if (!su && !sg)
+		return 0;
+	/* half a pair, or not numbers: never fall back to root's own ids */
+	if (!su || !sg || parse_long(su, 0, 0x7fffffff, &u) || parse_long(sg, 0, 0x7fffffff, &g))
+		return -EINVAL;
+	*uid = u;
+	*gid = g;
+	return 0;
+}
+
+int check_invoking_user(void)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (!invoking_user(&uid, &gid))
+		return 0;
+	pr_err("SUDO_UID='%s' SUDO_GID='%s' do not name a user and group: tracer runs the command "
+	       "and hands the trace to them; set both to numeric ids, or unset both",
+	       getenv("SUDO_UID") ?: "", getenv("SUDO_GID") ?: "");
+	return -EINVAL;
 }
 
 void near_names__init(struct near_names *nr, const char *glob)

@@ -71,8 +71,11 @@ void near_names__free(struct near_names *nr);
 /* Levenshtein distance, capped at cap (returns cap when larger). */
 int edit_distance(const char *a, const char *b, int cap);
 
-/* The user who ran tracer: SUDO_UID/SUDO_GID under sudo, else the real ids. */
-void invoking_user(uid_t *uid, gid_t *gid);
+/* The user who ran tracer: SUDO_UID/SUDO_GID under sudo, else the real ids. -EINVAL when they
+ * are set but malformed (or only one is): the caller must refuse, not act as root. */
+int invoking_user(uid_t *uid, gid_t *gid);
+/* invoking_user(), checked once up front: prints what is wrong; 0 or -EINVAL. */
+int check_invoking_user(void);
 
 char *xstrdup(const char *s); /* aborts on out-of-memory: nothing sensible is left to do */
 void *xcalloc(size_t n, size_t size);

@@ -1,0 +1,168 @@
+"""Files tracer did not write (issue 16): names with terminal escapes, NUL and invalid UTF-8,
+times that are not times, pipes, corrupt gzip, packs nested too deep. report, export and merge
+never print a control character, never write invalid JSON, never drop anything in silence; and
+what they write is private (0600) like a recording."""
+import gzip
+import json
+import os
+import re
+import stat
+import subprocess
+import threading
+
+import lib
+
+ESC_NAME = "work\x1b[31mRED\x1b]0;pwned\x07\rer\x85"  # CSI, OSC, CR, C1 (NEL)
+
+
+def hostile_trace(path):
+    """Names a target could give its threads, times no reader can place, raw bytes no JSON
+    string may hold; returns the number of events with bad times."""
+    ev = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 1, "args": {"name": "app\x1b]2;t\x07"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": ESC_NAME}},
+        {"ph": "X", "name": "dec\x00ode", "cat": "stage", "pid": 1, "tid": 2, "ts": 10, "dur": 5},
+        {"ph": "X", "name": "RAWBYTES", "cat": "stage", "pid": 1, "tid": 2, "ts": 20, "dur": 5,
+         "args": {"v": "RAWCTRL"}},
+        {"ph": "X", "name": "nan", "cat": "stage", "pid": 1, "tid": 2, "ts": 30, "dur": "NANX"},
+        {"ph": "X", "name": "huge", "cat": "stage", "pid": 1, "tid": 2, "ts": 1e300, "dur": 5},
+        {"ph": "X", "name": "negdur", "cat": "stage", "pid": 1, "tid": 2, "ts": 40, "dur": -5},
+        {"ph": "X", "name": "fine", "cat": "stage", "pid": 1, "tid": 2, "ts": 50, "dur": 5},
+    ]
+    text = json.dumps({"traceEvents": ev}).encode()
+    text = text.replace(b'"NANX"', b"NaN").replace(b"RAWBYTES", b"bad\xff\xfe\xc0utf")
+    text = text.replace(b"RAWCTRL", b"a\x1b[2Jb\x01")
+    with open(path, "wb") as f:
+        f.write(text)
+    return 3
+
+
+def tracer(*args, **kw):
+    return subprocess.run([lib.TRACER] + [str(a) for a in args], capture_output=True,
+                          timeout=60, **kw)
+
+
+def assert_printable(out, what):
+    bad = sorted({m.group() for m in re.finditer(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]",
+                                                   out)})
+    assert not bad, f"{what}: control characters from the file: {bad}"
+    out.decode("utf-8")  # raises on invalid UTF-8
+
+
+def strict_json(data):
+    def no_constants(c):
+        raise AssertionError(f"not JSON: {c}")
+    return json.loads(data.decode("utf-8"), parse_constant=no_constants)
+
+
+@lib.offline
+def test_names_never_raw(tmp):
+    src = os.path.join(tmp, "hostile.json")
+    hostile_trace(src)
+    p = tracer("report", src)
+    assert p.returncode == 0, p.stderr
+    assert_printable(p.stdout, "report")
+    assert_printable(p.stderr, "report's messages")
+    assert "dec\ufffdode" in p.stdout.decode(), p.stdout  # a NUL does not cut the name
+    assert "work\ufffd[31mRED" in p.stdout.decode(), p.stdout
+    p = tracer("export", src, "--csv")
+    assert p.returncode == 0, p.stderr
+    assert_printable(p.stdout.replace(b"\n", b" "), "export --csv")
+    rows = p.stdout.decode().splitlines()
+    assert any(r.startswith('"dec\ufffdode"') for r in rows), rows
+    assert any(r.startswith('"bad\ufffd\ufffd\ufffdutf"') for r in rows), rows
+    p = tracer("export", src, "--jsonl")
+    assert p.returncode == 0, p.stderr
+    lines = [strict_json(l) for l in p.stdout.splitlines()]
+    assert {l["name"] for l in lines} >= {"dec\x00ode", "bad\ufffd\ufffd\ufffdutf", "fine"}
+    assert all(l["thread"] == "work\ufffd[31mRED\ufffd]0;pwned\ufffd\ufffder\ufffd"
+               for l in lines), lines
+    out = os.path.join(tmp, "merged.json")
+    p = tracer("merge", src, src, "-o", out)
+    assert p.returncode == 0, p.stderr
+    with open(out, "rb") as f:
+        merged = strict_json(f.read())
+    names = [e["name"] for e in merged["traceEvents"] if e.get("ph") == "X"]
+    assert names.count("fine") == 2 and names.count("bad\ufffd\ufffd\ufffdutf") == 2, names
+    assert any(e.get("args", {}).get("v") == "a\x1b[2Jb\x01" for e in merged["traceEvents"])
+
+
+@lib.offline
+def test_bad_times_counted(tmp):
+    """NaN, huge, a negative dur: left out of report, export and merge, and each says so."""
+    src = os.path.join(tmp, "hostile.json")
+    bad = hostile_trace(src)
+    want = f"hostile.json: {bad} events left out: a ts or dur that is not a time"
+    for args in (["report", src], ["export", src, "--csv"],
+                 ["merge", src, "-o", os.path.join(tmp, "m.json")]):
+        p = tracer(*args)
+        assert p.returncode == 0, (args, p.stderr)
+        assert want in p.stderr.decode(), (args, p.stderr)
+    with open(os.path.join(tmp, "m.json"), "rb") as f:
+        merged = strict_json(f.read())
+    names = {e["name"] for e in merged["traceEvents"] if e.get("ph") == "X"}
+    assert not names & {"nan", "huge", "negdur"} and "fine" in names, names
+
+
+@lib.offline
+def test_pipes_read_as_streams(tmp):
+    """report reads its input twice: a pipe or a FIFO is spooled once, never re-read."""
+    golden = os.path.join(lib.ROOT, "tests", "golden", "pipeline.json")
+    with open(golden, "rb") as f:
+        data = f.read()
+    want = tracer("report", golden).stdout.replace(golden.encode(), b"IN")
+    p = tracer("report", "/dev/stdin", input=gzip.compress(data))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.replace(b"/dev/stdin", b"IN") == want
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as f:
+            f.write(data)
+    t = threading.Thread(target=feed)
+    t.start()
+    p = tracer("report", fifo)  # a second open of the FIFO would block: the timeout fails it
+    t.join()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.replace(fifo.encode(), b"IN") == want
+    p = tracer("export", "/dev/stdin", "--csv", input=data)
+    assert p.returncode == 0 and p.stdout.count(b"\n") == 145, p.stderr
+
+
+@lib.offline
+def test_corrupt_input_says_what(tmp):
+    cut = os.path.join(tmp, "cut.json.gz")
+    with open(cut, "wb") as f:
+        f.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03")  # a gzip header, then nothing
+    p = tracer("report", cut)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.decode().strip() == f"tracer: {cut}:1: a gzip file cut short before its " \
+        "first byte of data", p.stderr
+    packs = os.path.join(tmp, "packs")
+    os.mkdir(packs)
+    with open(os.path.join(packs, "deep.json"), "w") as f:
+        f.write('{"name": "deep", "probes": ' + "[" * 2000 + "]" * 2000 + "}\n")
+    p = tracer("packs", env=dict(os.environ, TRACER_PROBES=packs))
+    assert "deep.json:1: nested deeper than 1000 levels" in p.stderr.decode(), p.stderr
+
+
+@lib.offline
+def test_outputs_are_private(tmp):
+    """export, merge and --html write what the recording holds (captured arguments): 0600."""
+    golden = os.path.join(lib.ROOT, "tests", "golden", "pipeline.json")
+    outs = {"csv": os.path.join(tmp, "t.csv"), "merge": os.path.join(tmp, "m.json.gz"),
+            "html": os.path.join(tmp, "r.html")}
+    old = os.umask(0o022)
+    try:
+        for args in (["export", golden, "--csv", "-o", outs["csv"]],
+                     ["merge", golden, golden, "-o", outs["merge"]],
+                     ["report", golden, "--html", outs["html"]]):
+            p = tracer(*args)
+            assert p.returncode == 0, (args, p.stderr)
+    finally:
+        os.umask(old)
+    for what, path in outs.items():
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, (what, oct(os.stat(path).st_mode))
+    with open(outs["html"]) as f:
+        assert f.read().lstrip().startswith("<!DOCTYPE html>")
