@@ -11,6 +11,7 @@ import subprocess
 import threading
 
 import lib
+import tracegen
 
 ESC_NAME = "work\x1b[31mRED\x1b]0;pwned\x07\rer\x85"  # CSI, OSC, CR, C1 (NEL)
 
@@ -166,3 +167,50 @@ def test_outputs_are_private(tmp):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, (what, oct(os.stat(path).st_mode))
     with open(outs["html"]) as f:
         assert f.read().lstrip().startswith("<!DOCTYPE html>")
+
+
+@lib.offline
+def test_repair_never_loses_a_file(tmp):
+    """A complete file (a merge's) is left byte for byte; a cut one is repaired under its name
+    with the original kept beside it (FILE.cut); a 200 MB cut trace in bounded memory."""
+    golden = os.path.join(lib.ROOT, "tests", "golden")
+    merged = os.path.join(tmp, "merged.json")
+    p = tracer("merge", os.path.join(golden, "host-a.json"), os.path.join(golden, "host-b.json"),
+               "-o", merged)
+    assert p.returncode == 0, p.stderr
+    with open(merged, "rb") as f:
+        whole = f.read()
+    p = tracer("repair", merged)
+    assert p.returncode == 0 and b"complete trace: nothing to repair" in p.stderr, p.stderr
+    with open(merged, "rb") as f:
+        assert f.read() == whole
+    assert not os.path.exists(merged + ".cut")
+    # cut inside an event: the complete lines are kept, the original stays as it was
+    cut = whole[:len(whole) * 2 // 3]
+    with open(merged, "wb") as f:
+        f.write(cut)
+    p = tracer("repair", merged)
+    assert p.returncode == 0 and f"the file as it was is {merged}.cut".encode() in p.stderr, \
+        p.stderr
+    with open(merged + ".cut", "rb") as f:
+        assert f.read() == cut
+    with open(merged, "rb") as f:
+        repaired = strict_json(f.read())
+    lines = [l for l in cut.split(b"\n")[1:] if l.endswith(b"},")]
+    assert len(repaired["traceEvents"]) == len(lines) + 1 and repaired["metadata"]["repaired"]
+    p = tracer("repair", merged)  # the .cut of the first repair is never overwritten
+    assert p.returncode == 0 and b"nothing to repair" in p.stderr, p.stderr
+    # bounded memory: a 200 MB trace cut short
+    big = os.path.join(tmp, "big.json")
+    tracegen.generate(big, 200 << 20, seed=5)
+    with open(big, "r+b") as f:
+        f.truncate(os.path.getsize(big) * 3 // 4)
+    rss_file = os.path.join(tmp, "rss")
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file, lib.TRACER, "repair", big],
+                       capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    with open(rss_file) as f:
+        rss_kb = int(f.read().split()[-1])
+    assert rss_kb < 50 * 1024, f"peak RSS {rss_kb} KB"
+    with open(big, "rb") as f:
+        assert f.read()[-200:].rstrip().endswith(b"}}")

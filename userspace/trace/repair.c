@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: MIT
-/* Repair: closes a trace that was cut short (tracer killed with SIGKILL, the
- * machine lost power). Every complete event line is kept; the end of the file is rewritten. */
+/* Repair: closes a trace that was cut short (tracer killed with SIGKILL, the machine lost
+ * power). Every complete event line is kept and the end a recording writes is added, in a new
+ * file that takes the trace's name; the file as it was stays beside it (FILE.cut). A complete
+ * file is never touched. Memory is bounded: one line at a time, the check streams. */
 #include "trace/repair.h"
 #include "trace/json_text.h"
+#include "trace/trace_reader.h"
 #include "util/util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,75 +41,46 @@ static int64_t event_line(const char *line, size_t len)
 	return ns;
 }
 
-static bool whole_json(FILE *f)
+/* The whole file is one complete JSON trace (the streaming reader, in bounded memory). */
+static bool complete_trace(const char *path)
 {
-	char *text = NULL;
-	size_t cap = 0, len = 0, n;
-	cJSON *j;
+	struct trace_reader *r;
+	struct trace_item it;
+	bool complete;
+	int ret;
 
-	rewind(f);
-	do {
-		if (cap - len < 65536)
-			text = xrealloc(text, cap = cap ? 2 * cap : 1 << 20, 1);
-		n = fread(text + len, 1, cap - len - 1, f);
-		len += n;
-	} while (n);
-	text[len] = 0;
-	j = cJSON_Parse(text);
-	free(text);
-	cJSON_Delete(j);
-	return j != NULL;
+	if (trace_reader__open(&r, path, 0, NULL, 0))
+		return false;
+	while ((ret = trace_reader__next(r, &it)) > 0)
+		;
+	complete = !ret && !trace_reader__truncated(r) && !trace_reader__no_events(r);
+	trace_reader__close(r);
+	return complete;
 }
 
-int trace_repair(const char *path)
+/* Copies the header and every complete event line of in to out, then the end a recording
+ * writes. Returns the events kept, or -errno. */
+static int64_t write_repaired(FILE *in, FILE *out)
 {
-	uint64_t good = 0, events = 0, last_ns = 0;
+	uint64_t events = 0, last_ns = 0;
 	char *line = NULL, end[512];
 	size_t cap = 0;
 	ssize_t len;
-	FILE *f;
-	int ret = -EINVAL;
 
-	if (strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz")) {
-		pr_err("cannot repair a .gz file in place: zcat %s > TRACE.json reads what is there, "
-		       "then run tracer repair TRACE.json", path);
-		return -EINVAL;
-	}
-	f = fopen(path, "r+e");
-	if (!f) {
-		pr_err("cannot open %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	len = getline(&line, &cap, f);
-	if (len != (ssize_t)strlen(header) || strcmp(line, header)) {
-		pr_err("%s is not a trace written by tracer (it starts with {\"traceEvents\":[ on a "
-		       "line of its own)", path);
-		goto out;
-	}
-	good = len;
-	while ((len = getline(&line, &cap, f)) > 0) {
+	fputs(header, out);
+	while ((len = getline(&line, &cap, in)) > 0) {
 		int64_t ns = event_line(line, len);
 
 		if (ns < 0)
 			break;
-		good += len;
+		fwrite(line, 1, len, out);
 		events++;
 		if ((uint64_t)ns > last_ns)
 			last_ns = ns;
 	}
-	if (len > 0 && !strncmp(line, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording stopped\"", 44) &&
-	    whole_json(f)) {
-		pr_info("%s is complete: nothing to repair", path);
-		ret = 0;
-		goto out;
-	}
-	/* cut after the last complete event and write the end a recording writes */
-	if (fflush(f) || ftruncate(fileno(f), good) || fseek(f, good, SEEK_SET)) {
-		pr_err("cannot repair %s: %s", path, strerror(errno));
-		goto out;
-	}
+	free(line);
 	fmt_us(end, last_ns);
-	fprintf(f,
+	fprintf(out,
 		"{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording stopped\",\"pid\":0,\"tid\":0,"
 		"\"ts\":%s,\"args\":{\"reason\":\"cut short; repaired\"}}\n],\n"
 		"\"systemTraceEvents\":\"# tracer: nop\\n\",\n"
@@ -112,15 +88,80 @@ int trace_repair(const char *path)
 		"short: events after the last one kept, the scheduler text and the recording's own "
 		"metadata are missing\"}}\n",
 		end, (unsigned long long)events);
-	if (fflush(f) || ferror(f)) {
-		pr_err("cannot repair %s: %s", path, strerror(errno));
+	if (ferror(in))
+		return -EIO;
+	return fflush(out) || ferror(out) ? -(errno ? errno : EIO) : (int64_t)events;
+}
+
+int trace_repair(const char *path)
+{
+	char *line = NULL, tmp[PATH_MAX + 32], cut[PATH_MAX + 8];
+	FILE *in = NULL, *out = NULL;
+	size_t cap = 0;
+	int64_t kept;
+	ssize_t len;
+	int fd, ret = -EINVAL;
+	bool tracer_header;
+
+	if (strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz")) {
+		pr_err("cannot repair a .gz file: zcat %s > TRACE.json reads what is there, then run "
+		       "tracer repair TRACE.json",
+		       path);
+		return -EINVAL;
+	}
+	in = fopen(path, "re");
+	if (!in) {
+		pr_err("cannot open %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	len = getline(&line, &cap, in);
+	tracer_header = len == (ssize_t)strlen(header) && !strcmp(line, header);
+	free(line);
+	if (complete_trace(path)) { /* whoever wrote it: never cut a complete file */
+		pr_info("%s is a complete trace: nothing to repair", path);
+		ret = 0;
 		goto out;
 	}
-	pr_info("repaired %s: kept %llu event%s", path, (unsigned long long)events,
-		plural_s(events));
+	if (!tracer_header) {
+		pr_err("%s is not a trace written by tracer (it starts with {\"traceEvents\":[ on a "
+		       "line of its own): nothing was changed",
+		       path);
+		goto out;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
+	snprintf(cut, sizeof(cut), "%s.cut", path);
+	if (!access(cut, F_OK)) {
+		pr_err("%s exists: repair keeps the file as it was there; move it away first", cut);
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	out = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!out) {
+		ret = -errno;
+		pr_err("cannot write %s: %s", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	kept = write_repaired(in, out);
+	if (kept >= 0 && fclose(out))
+		kept = -errno;
+	out = NULL;
+	/* the file as it was keeps its data under another name; the repaired one takes the name */
+	if (kept >= 0 && (link(path, cut) || rename(tmp, path)))
+		kept = -errno;
+	if (kept < 0) {
+		ret = (int)kept;
+		unlink(tmp);
+		pr_err("cannot repair %s: %s; nothing was changed", path, strerror(-ret));
+		goto out;
+	}
+	pr_info("repaired %s: kept %lld event%s; the file as it was is %s", path, (long long)kept,
+		plural_s(kept), cut);
 	ret = 0;
 out:
-	free(line);
-	fclose(f);
+	if (out)
+		fclose(out);
+	fclose(in);
 	return ret;
 }
