@@ -131,3 +131,41 @@ def test_counts_are_grammatical(tmp):
     p = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert f"{out}: 1 span on " in p.stdout, p.stdout
+
+
+def test_output_path_not_through_others_links(tmp):
+    """As root without sudo: -o through a directory symlink that another user planted in a
+    sticky world-writable directory must not clobber root's file; nor a hard-linked target."""
+    pl, pid = start_pipeline("--frames", "5")
+    sticky = os.path.join(tmp, "sticky")
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    private = os.path.join(tmp, "private")
+    os.mkdir(private, 0o700)
+    victim = os.path.join(private, "victim.json")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    evil = os.path.join(sticky, "evil")
+    os.symlink(private, evil)
+    os.lchown(evil, 65534, 65534)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    p = subprocess.run([lib.TRACER, "-p", str(pid), "-P", "pipeline", "-d", "0.2", "-o",
+                        os.path.join(evil, "victim.json")], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert p.returncode == 1 and f"{evil} is a symbolic link of another user (uid 65534)" in \
+        p.stderr, p.stderr
+    # a link of root's own is followed as before
+    mine = os.path.join(sticky, "mine")
+    os.symlink(private, mine)
+    rc, err = run_tracer("-p", pid, "-P", "pipeline", "-d", "0.2", "-o",
+                         os.path.join(mine, "new.json"))
+    assert rc == 0 and os.path.exists(os.path.join(private, "new.json")), err
+    hard = os.path.join(tmp, "hard.json")
+    os.link(victim, hard)
+    rc, err = run_tracer("-p", pid, "-P", "pipeline", "-d", "0.2", "-o", hard)
+    assert rc == 1 and "has other hard links" in err, err
+    with open(victim) as f:
+        assert f.read() == "precious\n"
+    assert sorted(os.listdir(private)) == ["new.json", "victim.json"]
+    sigusr1(pid)
+    wait_exit(pl)

@@ -32,6 +32,36 @@ static int check_replaceable(const char *path, uid_t uid, char *err, size_t errl
 				      "(choose another file with -o)", path);
 		return -EPERM;
 	}
+	if (st.st_nlink > 1) {
+		snprintf(err, errlen, "%s has other hard links; not replacing it (choose another "
+				      "file with -o)", path);
+		return -EMLINK;
+	}
+	return 0;
+}
+
+/* The directories on the way to path: a symbolic link among them must be root's or the user's.
+ * Another user's link (planted in /tmp, say) could send root's writes anywhere. */
+static int check_dirs(const char *path, uid_t uid, char *err, size_t errlen)
+{
+	char prefix[PATH_MAX];
+	struct stat st;
+	size_t n = strlen(path);
+
+	if (n >= sizeof(prefix))
+		return -ENAMETOOLONG;
+	for (size_t i = 1; i < n; i++) {
+		if (path[i] != '/')
+			continue;
+		memcpy(prefix, path, i);
+		prefix[i] = 0;
+		if (lstat(prefix, &st) || !S_ISLNK(st.st_mode) || st.st_uid == 0 || st.st_uid == uid)
+			continue;
+		snprintf(err, errlen, "%s is a symbolic link of another user (uid %u); not writing "
+				      "through it (choose another file with -o)", prefix,
+			 (unsigned)st.st_uid);
+		return -ELOOP;
+	}
 	return 0;
 }
 
@@ -74,7 +104,9 @@ int trace_file__create(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "SUDO_UID/SUDO_GID are malformed: cannot tell whose %s is", path);
 		return -EINVAL;
 	}
-	e = check_replaceable(path, uid, err, errlen);
+	e = check_dirs(path, uid, err, errlen);
+	if (!e)
+		e = check_replaceable(path, uid, err, errlen);
 	if (!e && !access(path, F_OK))
 		e = keep_old(path, uid, err, errlen);
 	if (e) {
