@@ -1,10 +1,12 @@
 """Launch mode: `tracer -- COMMAND` attaches before the command's code runs."""
 import collections
 import os
+import signal
 import subprocess
+import time
 
 import lib
-from lib import check_format, load_trace, read_ground_truth, spans
+from lib import check_format, load_trace, read_ground_truth, spans, target
 
 
 def test_launch_records_every_call(tmp):
@@ -61,3 +63,56 @@ def test_malformed_sudo_ids_refused(tmp):
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "SUDO_UID" in lines[0] and "unset" in lines[0], (env, lines)
         assert not os.path.exists(marker) and not os.path.exists(out), env
+
+
+def test_sigterm_always_ends_tracer(tmp):
+    """kill -TERM tracer: the launched command gets it too; one that ignores it is killed at
+    the second signal. tracer never waits forever, and the file is complete either way."""
+    out = os.path.join(tmp, "t.json")
+    tr = subprocess.Popen([lib.TRACER, "-o", out, "-u", "other:libc.so.6:nanosleep", "--",
+                           "sleep", "100"], stderr=subprocess.PIPE, text=True)
+    lib._procs.append(tr)
+    time.sleep(1.5)
+    tr.send_signal(signal.SIGTERM)
+    _, err = tr.communicate(timeout=10)
+    assert tr.returncode == 128 + signal.SIGTERM, (tr.returncode, err)  # sleep's own status
+    load_trace(out)
+    stubborn = os.path.join(tmp, "stubborn.sh")
+    with open(stubborn, "w") as f:
+        f.write("#!/bin/sh\ntrap '' TERM INT HUP\nwhile :; do sleep 0.1; done\n")
+    os.chmod(stubborn, 0o755)
+    out = os.path.join(tmp, "s.json")
+    tr = subprocess.Popen([lib.TRACER, "-o", out, "-u", "other:libc.so.6:nanosleep", "--",
+                           stubborn], stderr=subprocess.PIPE, text=True)
+    lib._procs.append(tr)
+    time.sleep(1.5)
+    tr.send_signal(signal.SIGTERM)
+    time.sleep(2)
+    assert tr.poll() is None  # the command ignored it: tracer waits, and says so ...
+    tr.send_signal(signal.SIGTERM)  # ... until the second signal
+    _, err = tr.communicate(timeout=10)
+    assert tr.returncode == 128 + signal.SIGKILL, (tr.returncode, err)
+    assert "waiting for" in err and "Ctrl-C again, or SIGTERM, kills it" in err, err
+    assert "killing" in err, err
+    trace, text = load_trace(out)
+    assert trace["metadata"]["stop_reason"] == "SIGTERM", trace["metadata"]
+
+
+def test_stack_switching_program_unharmed(tmp):
+    """A program that switches stacks with swapcontext inside probed functions (coroutines.c):
+    with return probes it loops forever; tracer sees swapcontext in its imports and probes it
+    entry-only, as a Go program, so it runs to its right answer and every call is an instant."""
+    out = os.path.join(tmp, "c.json")
+    n = 500
+    p = subprocess.run([lib.TRACER, "-o", out, "-u", "other:coroutines:produce", "-u",
+                        "other:coroutines:consume", "--", target("coroutines"), str(n)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n")[1] == f"sum {n * (n - 1) // 2}", p.stdout
+    assert "switches stacks (coroutines calls swapcontext/setcontext): its probes are " \
+        "entry-only" in p.stderr, p.stderr
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    calls = collections.Counter(e["name"] for e in trace["traceEvents"] if e.get("ph") == "i"
+                                and e.get("name") in ("produce", "consume"))
+    assert calls == {"produce": n, "consume": n}, calls

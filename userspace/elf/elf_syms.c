@@ -128,6 +128,17 @@ static int add_sym(struct builder *b, const char *name, size_t len, const GElf_S
 	return 0;
 }
 
+/* ucontext's stack switches (green threads, coroutines): a return probe's saved return
+ * address belongs to the stack that was left, so such programs get entry probes only. */
+static bool stack_switch(const char *name)
+{
+	size_t n = strcspn(name, "@");
+
+	return (n == 11 && !strncmp(name, "swapcontext", n)) ||
+	       (n == 10 && !strncmp(name, "setcontext", n)) ||
+	       (n == 11 && !strncmp(name, "makecontext", n));
+}
+
 static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct builder *b)
 {
 	size_t symsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
@@ -157,6 +168,9 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct build
 
 		if (!gelf_getsym(data, i, &sym))
 			return -ENOEXEC;
+		if (sym.st_shndx == SHN_UNDEF && sym.st_name &&
+		    (name = elf_strptr(elf, sh->sh_link, sym.st_name)) && stack_switch(name))
+			b->res->switches_stacks = true;
 		type = GELF_ST_TYPE(sym.st_info);
 		if (type != STT_FUNC && type != STT_GNU_IFUNC)
 			continue;

@@ -21,6 +21,7 @@ struct elf_syms {
 	size_t cnt;
 	bool pie;    /* ET_DYN: shared object or position-independent executable */
 	bool is_go;  /* has a .go.buildinfo section or a Go build-id note */
+	bool switches_stacks; /* imports swapcontext, setcontext or makecontext */
 };
 
 /* Reads STT_FUNC and STT_GNU_IFUNC symbols with a non-zero address from .symtab and .dynsym.

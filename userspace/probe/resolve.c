@@ -40,6 +40,29 @@ static struct elf_syms *sym_cache__get(struct sym_cache *c, const struct mapped_
 	return syms;
 }
 
+/* The process's executable switches stacks (swapcontext...): a return probe anywhere in it
+ * can return onto the wrong stack, so all its probes are entry-only, as in a Go program. */
+static bool switches_stacks(struct sym_cache *c, const struct target *t, int *warned)
+{
+	for (size_t i = 0; i < t->nobjs; i++) {
+		const struct elf_syms *syms;
+
+		if (!t->objs[i].is_exe)
+			continue;
+		syms = sym_cache__get(c, &t->objs[i]);
+		if (!syms || !syms->switches_stacks)
+			return false;
+		if (*warned != t->pid)
+			pr_warn("pid %d switches stacks (%s calls swapcontext/setcontext): its "
+				"probes are entry-only (a return probe would return onto the wrong "
+				"stack and crash it); calls show as instants",
+				t->pid, t->objs[i].base);
+		*warned = t->pid;
+		return true;
+	}
+	return false;
+}
+
 static void sym_cache__free(struct sym_cache *c)
 {
 	for (size_t i = 0; i < c->cnt; i++)
@@ -373,6 +396,7 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 	struct sym_cache cache = { 0 };
 	struct usdt_cache ucache = { 0 };
 	int ret = 0, warned_go = 0;
+	int warned_switch = 0; /* the last pid warned about */
 
 	for (size_t s = 0; s < specs->cnt && !ret; s++) {
 		const struct probe_spec *spec = &specs->v[s];
@@ -416,7 +440,8 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 							"(return probes crash Go's moving stacks); calls "
 							"show as instants", o->base);
 					eo = (flags & RESOLVE_ENTRY_ONLY) || spec->entry_only ||
-					     syms->is_go;
+					     syms->is_go ||
+					     switches_stacks(&cache, &targets[t], &warned_switch);
 					id = probe_table__add(table, spec, o, sym, eo);
 					eo = table->v[id].cfg.flags & PROBE_ENTRY_ONLY;
 					site__add(sites, flags & RESOLVE_SHARED ? 0 : targets[t].pid, o,

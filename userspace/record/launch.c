@@ -145,3 +145,31 @@ int launch__exit_status(pid_t pid)
 		return WEXITSTATUS(status);
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 }
+
+int launch__wait(pid_t pid, int forward_signal)
+{
+	const struct timespec tick = { 0, 100 * 1000 * 1000 };
+	siginfo_t si;
+	sigset_t mask;
+	int status, waited = 0;
+
+	if (forward_signal)
+		kill(pid, forward_signal);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL); /* taken with sigtimedwait, never by a handler */
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (sigtimedwait(&mask, &si, &tick) > 0) {
+			pr_info("%s: killing %d, which has not exited", strsignal(si.si_signo), pid);
+			kill(pid, SIGKILL);
+			return launch__exit_status(pid);
+		}
+		if (++waited == 10)
+			pr_info("waiting for %d to exit (Ctrl-C again, or SIGTERM, kills it)", pid);
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}

@@ -24,5 +24,9 @@ int launch__run_to_entry(pid_t pid, char *err, size_t errlen);
 
 /* The exit status tracer should exit with: the command's, or 128 + the signal that killed it. */
 int launch__exit_status(pid_t pid);
+/* After the recording: sends forward_signal (if not 0) to the command, then waits for it to
+ * exit. SIGINT, SIGTERM or SIGHUP meanwhile (a second Ctrl-C) kill it: tracer always ends,
+ * whatever state the command is in. Its exit status, as launch__exit_status. */
+int launch__wait(pid_t pid, int forward_signal);
 
 #endif

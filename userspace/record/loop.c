@@ -92,6 +92,17 @@ void recording__mark_losses(struct recording *r, uint64_t now, const uint64_t *c
 	r->lost_marked = lost;
 }
 
+/* A terminal's Ctrl-C reaches the launched command too (one process group); a signal sent to
+ * tracer alone (kill, timeout) is passed on, so that the command stops as well. */
+static void stop_on_signal(struct recording *r, const struct signalfd_siginfo *si)
+{
+	r->stop_reason = si->ssi_signo == SIGINT    ? "SIGINT"
+			 : si->ssi_signo == SIGTERM ? "SIGTERM"
+						    : "SIGHUP";
+	if (si->ssi_code == SI_USER || si->ssi_code == SI_QUEUE)
+		r->forward_signal = si->ssi_signo;
+}
+
 /* Once a second: the status line, and the file's size against --max-size and the viewers'
  * limits (catapult fails at about 256 MB of JSON, Perfetto in a browser at about 2 GB). */
 static void every_tick(struct recording *r, uint64_t now)
@@ -166,9 +177,7 @@ void recording__event_loop(struct recording *r)
 				if (si.ssi_signo == SIGUSR1)
 					toggle_pause(r);
 				else
-					r->stop_reason = si.ssi_signo == SIGINT	   ? "SIGINT"
-							 : si.ssi_signo == SIGTERM ? "SIGTERM"
-										   : "SIGHUP";
+					stop_on_signal(r, &si);
 			} else if (id == EV_TIMER) {
 				if (read(r->timerfd, &expirations, sizeof(expirations)) <= 0 ||
 				    ++ticks % RESCAN_TICKS)

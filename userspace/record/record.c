@@ -191,6 +191,6 @@ int record__run(struct record_opts *opts)
 		launch__exit_status(r.launched);
 	}
 	if (r.launched && !err)
-		return launch__exit_status(r.launched);
+		return launch__wait(r.launched, r.forward_signal);
 	return err ? 1 : 0;
 }

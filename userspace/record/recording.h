@@ -50,6 +50,8 @@ struct recording {
 	char path[PATH_MAX];
 	uint64_t t0, t0_realtime, end;
 	const char *stop_reason;
+	int forward_signal; /* a signal sent to tracer alone (kill, not the terminal): the
+			    * launched command gets it too */
 	struct status status;
 	bool warned_size;
 	uint64_t lost_marked, last_tick; /* records lost, as the trace shows them so far */

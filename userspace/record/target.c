@@ -50,8 +50,12 @@ static bool is_elf_object(const char *open_path)
 int target__read_maps(struct target *t)
 {
 	char path[64], line[PATH_MAX + 256];
+	struct stat exe = { 0 };
 	FILE *f;
 
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->pid);
+	if (stat(path, &exe))
+		exe.st_ino = 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -98,6 +102,8 @@ int target__read_maps(struct target *t)
 		o->base = xstrdup(strrchr(file, '/') + 1);
 		o->dev = makedev(maj, min);
 		o->ino = ino;
+		/* by inode: maps may name an overlay's lower device where stat names the upper */
+		o->is_exe = exe.st_ino == ino;
 		t->nobjs++;
 	}
 	fclose(f);

@@ -15,6 +15,7 @@ struct mapped_object {
 			  * file was replaced on disk or lives in another mount namespace */
 	dev_t dev;
 	ino_t ino;
+	bool is_exe; /* the process's executable (/proc/PID/exe) */
 };
 
 struct target {
