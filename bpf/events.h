@@ -194,6 +194,10 @@ enum counter {
 	CNT_PY_TRUNCATED,    /* stacks deeper than PY_MAX_FRAMES: the outermost frames are cut */
 	CNT_PY_NS,	     /* ns spent reading Python stacks, on the Python threads */
 	CNT_PY_PROBE_NS,     /* ... of which at probe hits (inside the span program's run time) */
+	/* filled by userspace: */
+	CNT_SKIPPED_SCHED,   /* scheduler program runs the kernel skipped (recursion_misses) */
+	CNT_SKIPPED_PROBES,  /* ... and span program runs (a call or a return not seen) */
+	CNT_SCHED_GAPS,	     /* threads switched out (or in) twice: their state is unknown between */
 	CNT_MAX,
 };
 

@@ -301,3 +301,52 @@ def test_status_line_and_max_size(tmp):
     assert 512 << 10 < os.path.getsize(out) <= 1 << 20, os.path.getsize(out)
     pl.send_signal(signal.SIGINT)
     wait_exit(pl)
+
+
+PING_PONG = r"""
+import os, sys, threading, time
+r1, w1 = os.pipe(); r2, w2 = os.pipe()
+def ping():
+    end = time.monotonic() + float(sys.argv[1])
+    while time.monotonic() < end:
+        os.write(w1, b"x"); os.read(r2, 1)
+    os.write(w1, b"q")
+def pong():
+    while os.read(r1, 1) != b"q":
+        os.write(w2, b"y")
+ts = [threading.Thread(target=ping), threading.Thread(target=pong)]
+[t.start() for t in ts]; [t.join() for t in ts]
+"""
+
+
+def test_missing_switches_marked_not_invented(tmp):
+    """Two threads wake each other ~15,000 times a second for 3 s. Wherever the file shows a
+    thread switched out twice (or in twice) without the opposite between, a switch was not
+    recorded: each such spot is counted (sched_state_unknown) and marked on the thread's track
+    at that switch, and the kernel's own skips (recursion_misses) are counted too; the report
+    credits no state to those stretches."""
+    out = os.path.join(tmp, "pp.json")
+    p = subprocess.run([lib.TRACER, "--no-python", "-o", out, "--", "/usr/bin/python3", "-c",
+                        PING_PONG, "3"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    traced = {e["tid"] for e in trace["traceEvents"]
+              if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    seen, gaps = {}, []
+    for l in sched_lines(trace):
+        ts, prev, nxt = l["ts"] * 1e6, l["prev"], l["next"]
+        if prev in traced and seen.get(prev) == "out":
+            gaps.append((prev, ts))
+        if nxt in traced and seen.get(nxt) == "in":
+            gaps.append((nxt, ts))
+        seen[prev], seen[nxt] = "out", "in"
+    counts = trace["metadata"]["counts"]
+    marks = sorted((e["tid"], e["ts"]) for e in trace["traceEvents"]
+                   if e.get("name") == "scheduler state unknown")
+    assert counts["sched_state_unknown"] == len(gaps) == len(marks), (counts, gaps, marks)
+    for (tid, ts), (mtid, mts) in zip(sorted(gaps), marks):
+        assert tid == mtid and abs(ts - mts) < 1, ((tid, ts), (mtid, mts))
+    assert "skipped_sched_events" in counts and "skipped_probe_hits" in counts
+    if counts["skipped_sched_events"]:
+        assert "the kernel skipped" in p.stderr, p.stderr

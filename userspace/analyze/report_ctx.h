@@ -56,6 +56,7 @@ struct rthread {
 	/* pass 2 */
 	bool started;
 	enum rstate state;
+	bool switch_seen; /* a switch of it was read: the next one must be its opposite */
 	int64_t since;
 	uint64_t st_ns[RS_DEAD];
 	uint64_t cs, cd; /* sleeping, blocked so far (until since) */

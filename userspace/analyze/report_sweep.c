@@ -212,12 +212,22 @@ static void p2_sched(struct ctx *c, const struct ftrace_line *l)
 
 	switch (l->kind) {
 	case FT_SWITCH:
+		/* switched out twice, or in twice: a switch between was not recorded, so the
+		 * stretch since is unknown (counted nowhere), not the state it seemed in */
 		t = l->prev_tid > 0 ? thread_find(c, l->prev_tid) : NULL;
-		if (t && t->known)
+		if (t && t->known) {
+			if (t->switch_seen && t->state != RS_RUNNING)
+				t->state = RS_UNKNOWN;
+			t->switch_seen = true;
 			set_state(t, from_prev_state(l->prev_state), l->ts_ns);
+		}
 		t = l->next_tid > 0 ? thread_find(c, l->next_tid) : NULL;
-		if (t && t->known)
+		if (t && t->known) {
+			if (t->switch_seen && t->state == RS_RUNNING)
+				t->state = RS_UNKNOWN;
+			t->switch_seen = true;
 			set_state(t, RS_RUNNING, l->ts_ns);
+		}
 		break;
 	case FT_WAKING:
 	case FT_WAKEUP:

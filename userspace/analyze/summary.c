@@ -204,6 +204,13 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 		fprintf(f, "\nLOST: %llu spans and %llu scheduler events (ring buffer full: "
 			   "raise --buffer-size or --min-dur).\n",
 			(unsigned long long)c[CNT_LOST_SPAN], (unsigned long long)lost_sched);
+	if (c[CNT_SKIPPED_SCHED] || c[CNT_SKIPPED_PROBES])
+		fprintf(f, "\nLOST: %llu scheduler events and %llu probe hits the kernel skipped "
+			   "(one of tracer's programs was already running on that CPU)%s.\n",
+			(unsigned long long)c[CNT_SKIPPED_SCHED],
+			(unsigned long long)c[CNT_SKIPPED_PROBES],
+			c[CNT_SCHED_GAPS] ? "; where a thread's switch is missing, its state is "
+					    "unknown (marked on its track), not guessed" : "");
 	if (incomplete || c[CNT_DEEP_FRAMES] || c[CNT_UNMATCHED_RETS])
 		fprintf(f, "\nIncomplete: %llu spans whose return was never seen (longjmp, deep "
 			   "recursion, thread exit); %llu calls nested too deep to record; %llu "

@@ -187,16 +187,31 @@ static void on_span(struct consumer *c, const struct span_rec *r, const struct s
 	trace_writer__span(c->writer, r, name, category__name(p->cat), args);
 }
 
+/* A switch of this thread was not recorded: said on its track, where the gap is. */
+static void state_unknown(struct consumer *c, int pid, int tid, uint64_t ts)
+{
+	c->sched_gaps++;
+	trace_writer__instant(c->writer, pid, tid, ts, "scheduler state unknown",
+			      "\"why\":\"a context switch before this one was not recorded (the "
+			      "kernel skipped tracer's program): the thread's state since its last "
+			      "switch is unknown\"");
+}
+
 static void on_switch(struct consumer *c, const struct switch_rec *r)
 {
 	bool prev = r->prev_tid && traced(c, r->prev_pid);
 	bool next = r->next_tid && traced(c, r->next_pid);
+	unsigned lost;
 
 	if (prev)
 		set_name(c, threads__get(&c->threads, r->prev_pid, r->prev_tid), r->prev_comm);
 	if (next)
 		set_name(c, threads__get(&c->threads, r->next_pid, r->next_tid), r->next_comm);
-	threads__on_switch(&c->threads, r, prev, next);
+	lost = threads__on_switch(&c->threads, r, prev, next);
+	if (lost & SWITCH_LOST_PREV)
+		state_unknown(c, r->prev_pid, r->prev_tid, r->ts);
+	if (lost & SWITCH_LOST_NEXT)
+		state_unknown(c, r->next_pid, r->next_tid, r->ts);
 	if (next && c->py)
 		py_session__switch_in(c->py, r->next_pid, r->next_tid, r->ts);
 	trace_writer__switch(c->writer, r);

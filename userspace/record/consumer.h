@@ -35,6 +35,7 @@ struct consumer {
 	bool no_args;	 /* the BPF side captured nothing: ignore capture fields */
 	uint64_t max_bytes; /* --max-size: stop taking records once the file is this big */
 	uint64_t records;
+	uint64_t sched_gaps; /* threads switched out (or in) twice: a switch was not recorded */
 	unsigned int budget; /* records left before the loop gets a turn (ring_buffer__consume) */
 	uint64_t next_flow_id;
 	struct py_session *py; /* Python frames: NULL when off */

@@ -97,6 +97,9 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_PY_TRUNCATED] = "python_reads_too_deep",
 		[CNT_PY_NS] = "python_read_ns",
 		[CNT_PY_PROBE_NS] = "python_read_at_probes_ns",
+		[CNT_SKIPPED_SCHED] = "skipped_sched_events",
+		[CNT_SKIPPED_PROBES] = "skipped_probe_hits",
+		[CNT_SCHED_GAPS] = "sched_state_unknown",
 	};
 	cJSON *m = cJSON_CreateObject(), *a, *o;
 	char cmd[4096] = "", num[32];

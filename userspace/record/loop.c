@@ -5,7 +5,9 @@
 #include "util/util.h"
 #include "tracer.skel.h"
 
+#include <bpf/bpf.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
@@ -60,6 +62,28 @@ static void toggle_pause(struct recording *r)
 	pr_info("%s", pause ? "paused (SIGUSR1 resumes)" : "resumed");
 }
 
+/* Runs of our programs the kernel skipped because one was already running on that CPU (an
+ * interrupt's wake-up inside a wake-up program, say): each is an event lost without a ring
+ * buffer failure. The kernel counts them per program. */
+static void skipped_runs(struct recording *r, uint64_t *out)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, r->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		const char *name = bpf_program__name(prog);
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) || !info.recursion_misses)
+			continue;
+		if (!strncmp(name, "span_", 5) || !strcmp(name, "usdt_end"))
+			out[CNT_SKIPPED_PROBES] += info.recursion_misses;
+		else if (strncmp(name, "py_", 3)) /* Python reads: a missed one is a later one */
+			out[CNT_SKIPPED_SCHED] += info.recursion_misses;
+	}
+}
+
 void recording__read_counters(struct recording *r, uint64_t *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -74,13 +98,15 @@ void recording__read_counters(struct recording *r, uint64_t *out)
 			out[k] += vals[c];
 	}
 	free(vals);
+	skipped_runs(r, out);
+	out[CNT_SCHED_GAPS] = r->consumer.sched_gaps;
 }
 
 /* Records the full ring buffer dropped: a counter track in the trace shows when. */
 void recording__mark_losses(struct recording *r, uint64_t now, const uint64_t *c)
 {
 	uint64_t lost = c[CNT_LOST_SPAN] + c[CNT_LOST_SWITCH] + c[CNT_LOST_WAKEUP] +
-			c[CNT_LOST_TASK];
+			c[CNT_LOST_TASK] + c[CNT_SKIPPED_SCHED] + c[CNT_SKIPPED_PROBES];
 
 	if (lost == r->lost_marked || !r->consumer.npids)
 		return;
@@ -126,7 +152,8 @@ static void every_tick(struct recording *r, uint64_t now)
 		return;
 	status__update(&r->status, now, now - r->t0, counters[CNT_SPANS], r->consumer.threads.cnt,
 		       counters[CNT_LOST_SPAN] + counters[CNT_LOST_SWITCH] +
-			       counters[CNT_LOST_WAKEUP] + counters[CNT_LOST_TASK],
+			       counters[CNT_LOST_WAKEUP] + counters[CNT_LOST_TASK] +
+			       counters[CNT_SKIPPED_SCHED] + counters[CNT_SKIPPED_PROBES],
 		       bytes, r->skel->bss->phase == PHASE_PAUSED);
 }
 

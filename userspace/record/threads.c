@@ -90,14 +90,31 @@ static enum thread_state from_switch_state(uint32_t prev_state, bool preempt)
 	return TS_SLEEPING;
 }
 
-void threads__on_switch(struct threads *ts, const struct switch_rec *r, bool prev_traced,
-			bool next_traced)
+unsigned threads__on_switch(struct threads *ts, const struct switch_rec *r, bool prev_traced,
+			    bool next_traced)
 {
-	if (prev_traced)
-		thread__set_state(threads__get(ts, r->prev_pid, r->prev_tid),
-				  from_switch_state(r->prev_state, r->preempt), r->ts);
-	if (next_traced)
-		thread__set_state(threads__get(ts, r->next_pid, r->next_tid), TS_RUNNING, r->ts);
+	unsigned lost = 0;
+	struct thread *t;
+
+	if (prev_traced) {
+		t = threads__get(ts, r->prev_pid, r->prev_tid);
+		if (t->switch_seen && t->state != TS_RUNNING) {
+			t->state = TS_UNKNOWN; /* its switch in was not recorded */
+			lost |= SWITCH_LOST_PREV;
+		}
+		t->switch_seen = true;
+		thread__set_state(t, from_switch_state(r->prev_state, r->preempt), r->ts);
+	}
+	if (next_traced) {
+		t = threads__get(ts, r->next_pid, r->next_tid);
+		if (t->switch_seen && t->state == TS_RUNNING) {
+			t->state = TS_UNKNOWN; /* its switch out was not recorded */
+			lost |= SWITCH_LOST_NEXT;
+		}
+		t->switch_seen = true;
+		thread__set_state(t, TS_RUNNING, r->ts);
+	}
+	return lost;
 }
 
 void threads__on_wakeup(struct threads *ts, const struct wakeup_rec *r)

@@ -24,6 +24,7 @@ struct thread {
 	bool named;  /* its thread_name event is in the trace */
 	bool py_named; /* named by Python's threading: the kernel's comm no longer renames it */
 	bool exited;
+	bool switch_seen; /* a switch of it was recorded: the next one must be its opposite */
 	enum thread_state state;
 	uint64_t since; /* when it entered state */
 	uint64_t first_seen, last_seen;
@@ -50,9 +51,13 @@ struct thread *threads__get(struct threads *ts, int pid, int tid);
 const struct thread *threads__find(const struct threads *ts, int tid);
 /* Moves a thread to a new state at ts, adding the time spent in the previous one. */
 void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts);
-/* The other side of a switch may be any process: say which sides are traced. */
-void threads__on_switch(struct threads *ts, const struct switch_rec *r, bool prev_traced,
-			bool next_traced);
+/* The other side of a switch may be any process: say which sides are traced. A thread switched
+ * out twice, or in twice, lost a switch between (the kernel skipped the program, recursing):
+ * the stretch since its last event counts as unknown, not as the state it seemed in. Returns
+ * the sides that lost one: SWITCH_LOST_PREV, SWITCH_LOST_NEXT. */
+enum { SWITCH_LOST_PREV = 1, SWITCH_LOST_NEXT = 2 };
+unsigned threads__on_switch(struct threads *ts, const struct switch_rec *r, bool prev_traced,
+			    bool next_traced);
 void threads__on_wakeup(struct threads *ts, const struct wakeup_rec *r);
 /* Closes every thread's current state at end (the end of the recording). */
 void threads__finish(struct threads *ts, uint64_t end);
