@@ -143,8 +143,18 @@ struct wakeup_rec {
 	__u32 waker_pid;
 	__u32 waker_tid;
 	__u32 waker_depth; /* calls the waker is inside (0: no span to draw an arrow from) */
+	__u32 irq; /* enum wake_context: from an interrupt, the waker_* task was only interrupted */
+	__u32 _pad;
 	char comm[COMM_LEN];
 	char waker_comm[COMM_LEN];
+};
+
+/* Where a waking ran: a timer or an I/O completion wakes from an interrupt, on top of whatever
+ * task was running; that task woke no one. */
+enum wake_context {
+	WAKE_TASK,
+	WAKE_SOFTIRQ,
+	WAKE_HARDIRQ, /* or NMI */
 };
 
 enum task_event {
@@ -279,7 +289,7 @@ _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec lay
 _Static_assert(sizeof(struct probe_cfg) == 12, "probe_cfg layout");
 _Static_assert(sizeof(struct usdt_cfg) == 24 * MAX_ARGS, "usdt_cfg layout");
 _Static_assert(sizeof(struct switch_rec) == 80, "switch_rec layout");
-_Static_assert(sizeof(struct wakeup_rec) == 80, "wakeup_rec layout");
+_Static_assert(sizeof(struct wakeup_rec) == 88, "wakeup_rec layout");
 _Static_assert(sizeof(struct task_rec) == 48, "task_rec layout");
 #endif
 

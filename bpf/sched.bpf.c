@@ -39,6 +39,86 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	return 0;
 }
 
+/* Interrupts in progress on each CPU, hard (device handlers, hrtimer callbacks) and soft: a
+ * waking inside one was not done by the task it interrupted. The kernel's preempt count would
+ * say it too, but reading a per-CPU kernel variable needs CONFIG_KALLSYMS_ALL. */
+struct irq_depth {
+	__u32 hard, soft;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct irq_depth);
+} irq_depth SEC(".maps");
+
+static __always_inline void irq_enter_exit(bool hard, int delta)
+{
+	__u32 zero = 0;
+	struct irq_depth *d = bpf_map_lookup_elem(&irq_depth, &zero);
+	__u32 *n;
+
+	if (!d)
+		return;
+	n = hard ? &d->hard : &d->soft;
+	/* attached in the middle of one: its exit comes without an entry */
+	if (delta > 0 || *n)
+		*n += delta;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(on_irq_entry)
+{
+	irq_enter_exit(true, 1);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(on_irq_exit)
+{
+	irq_enter_exit(true, -1);
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_hrtimer_entry)
+{
+	irq_enter_exit(true, 1);
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(on_hrtimer_exit)
+{
+	irq_enter_exit(true, -1);
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(on_softirq_entry)
+{
+	irq_enter_exit(false, 1);
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(on_softirq_exit)
+{
+	irq_enter_exit(false, -1);
+	return 0;
+}
+
+static __always_inline __u32 wake_context(void)
+{
+	__u32 zero = 0;
+	struct irq_depth *d = bpf_map_lookup_elem(&irq_depth, &zero);
+
+	if (!d)
+		return WAKE_TASK;
+	return d->hard ? WAKE_HARDIRQ : d->soft ? WAKE_SOFTIRQ : WAKE_TASK;
+}
+
 static __always_inline int wakeup(struct task_struct *p, __u32 kind)
 {
 	struct task_struct *waker = bpf_get_current_task_btf();
@@ -63,7 +143,10 @@ static __always_inline int wakeup(struct task_struct *p, __u32 kind)
 	r->cpu = bpf_get_smp_processor_id();
 	r->waker_pid = waker->tgid;
 	r->waker_tid = waker->pid;
-	st = is_target(waker->tgid) ? bpf_task_storage_get(&stacks, waker, 0, 0) : NULL;
+	r->irq = wake_context();
+	r->_pad = 0;
+	/* an interrupt's wake-up has no span to start from: the task under it woke no one */
+	st = !r->irq && is_target(waker->tgid) ? bpf_task_storage_get(&stacks, waker, 0, 0) : NULL;
 	r->waker_depth = st ? st->depth : 0;
 	copy_comm(r->comm, p->comm);
 	copy_comm(r->waker_comm, waker->comm);

@@ -350,3 +350,27 @@ def test_missing_switches_marked_not_invented(tmp):
     assert "skipped_sched_events" in counts and "skipped_probe_hits" in counts
     if counts["skipped_sched_events"]:
         assert "the kernel skipped" in p.stderr, p.stderr
+
+
+def test_interrupt_wakeups_have_no_source_thread(tmp):
+    """irqwake: "sleeper" wakes from its 1 ms timer in the timer interrupt, on CPU 0 where
+    "spinner" runs inside the probed spin_work(). The wake-ups are flagged as from a hard
+    interrupt ('h', as ftrace writes them) and no arrow starts in spin_work, which wakes no one."""
+    out = os.path.join(tmp, "iw.json")
+    p = subprocess.run([lib.TRACER, "-u", "other:irqwake:spin_work", "-o", out, "--",
+                        lib.target("irqwake"), "1"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    sleeper = next(t for t, n in names.items() if n == "sleeper")
+    wakes = [m for m in (lib.FTRACE_RE.match(l) for l in
+                         trace["systemTraceEvents"].split("\n")) if m and
+             m.group(6) == "sched_waking" and f" pid={sleeper} " in m.group(7)]
+    assert len(wakes) > 200, len(wakes)
+    flagged = [m for m in wakes if m.group(0).split("] ")[1][2] == "h"]
+    assert len(flagged) >= 0.9 * len(wakes), (len(flagged), len(wakes))
+    arrows = [e for e in trace["traceEvents"] if e.get("ph") in ("s", "f")]
+    assert not arrows, arrows[:4]
+    assert any(e["name"] == "spin_work" for e in spans(trace))

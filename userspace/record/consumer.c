@@ -227,8 +227,8 @@ static void on_wakeup(struct consumer *c, const struct wakeup_rec *r)
 	set_name(c, t, r->comm);
 	threads__on_wakeup(&c->threads, r);
 	/* a traced thread inside a span woke another: an arrow from that span */
-	if (c->flows && r->kind == WAKEUP_WAKING && r->waker_depth && r->waker_tid != r->tid &&
-	    traced(c, r->waker_pid)) {
+	if (c->flows && r->kind == WAKEUP_WAKING && !r->irq && r->waker_depth &&
+	    r->waker_tid != r->tid && traced(c, r->waker_pid)) {
 		t->flow_ns = r->ts;
 		t->flow_pid = r->waker_pid;
 		t->flow_tid = r->waker_tid;

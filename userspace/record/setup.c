@@ -208,6 +208,12 @@ int recording__load_bpf(struct recording *r)
 		bpf_program__set_autoload(skel->progs.on_waking, false);
 		bpf_program__set_autoload(skel->progs.on_wakeup, false);
 		bpf_program__set_autoload(skel->progs.on_wakeup_new, false);
+		bpf_program__set_autoload(skel->progs.on_irq_entry, false);
+		bpf_program__set_autoload(skel->progs.on_irq_exit, false);
+		bpf_program__set_autoload(skel->progs.on_hrtimer_entry, false);
+		bpf_program__set_autoload(skel->progs.on_hrtimer_exit, false);
+		bpf_program__set_autoload(skel->progs.on_softirq_entry, false);
+		bpf_program__set_autoload(skel->progs.on_softirq_exit, false);
 	}
 	py_record__configure(&r->py, skel, !o->no_python && !o->no_args, o->py_hz);
 	err = tracer_bpf__load(skel);

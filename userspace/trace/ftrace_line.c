@@ -93,9 +93,13 @@ int ftrace_line__print_wakeup(FILE *f, uint64_t rel_ns, const struct wakeup_rec 
 	ftrace_comm(waker, r->waker_comm);
 	ftrace_tgid(tgid, r->waker_pid);
 	ftrace_ts(ts, rel_ns);
+	/* as ftrace flags it: 'h' in a hard interrupt, 's' in a soft one (the task is only the
+	 * one that was interrupted) */
 	return fprintf(f,
-		"%16s-%-7u (%s) [%03u] d..2 %s: %s: comm=%s pid=%u prio=%u%s target_cpu=%03u\n",
-		waker, r->waker_tid, tgid, r->cpu, ts, kinds[r->kind % 3], comm, r->tid, r->prio,
+		"%16s-%-7u (%s) [%03u] d.%c2 %s: %s: comm=%s pid=%u prio=%u%s target_cpu=%03u\n",
+		waker, r->waker_tid, tgid, r->cpu,
+		r->irq == WAKE_HARDIRQ ? 'h' : r->irq == WAKE_SOFTIRQ ? 's' : '.', ts,
+		kinds[r->kind % 3], comm, r->tid, r->prio,
 		r->kind == WAKEUP_WAKING ? "" : " success=1", r->target_cpu);
 }
 
