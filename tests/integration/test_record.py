@@ -2,6 +2,7 @@
 import collections
 import subprocess
 import os
+import re
 import signal
 import statistics
 import time
@@ -374,3 +375,47 @@ def test_interrupt_wakeups_have_no_source_thread(tmp):
     arrows = [e for e in trace["traceEvents"] if e.get("ph") in ("s", "f")]
     assert not arrows, arrows[:4]
     assert any(e["name"] == "spin_work" for e in spans(trace))
+
+
+def us_ns(us):
+    """A trace's microseconds (three decimals) as exact nanoseconds."""
+    return round(us * 1000)
+
+
+def test_wakeup_arrow_rule(tmp):
+    """The rule of doc/trace-format.md ("Wake-up arrows"), replayed from the file itself: a
+    sched_waking by a traced thread inside a span (not from an interrupt) is pending for the
+    woken thread; the woken thread's next span to end after it gets the arrow; a later waking
+    before that replaces an earlier one. Every arrow the file has is one the rule gives, and
+    every one the rule gives is there."""
+    trace, text, _, _, _ = record_pipeline(tmp, "--frames", "40")
+    xs = collections.defaultdict(list)
+    for e in spans(trace):
+        xs[e["tid"]].append((us_ns(e["ts"]), us_ns(e["ts"]) + us_ns(e["dur"])))
+    traced = set(xs) | {e["tid"] for e in trace["traceEvents"]
+                        if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    timeline = []  # (time, order, kind, data): span records arrive when the span ends
+    for tid, ss in xs.items():
+        for s, e in ss:
+            timeline.append((e, 1, "span", (tid, s, e)))
+    for line in trace["systemTraceEvents"].split("\n"):
+        m = lib.FTRACE_RE.match(line)
+        if not m or m.group(6) != "sched_waking" or m.group(0).split("] ")[1][2] in "hs":
+            continue
+        secs, frac = m.group(5).split(".")
+        waker, ts = int(m.group(2)), int(secs) * 10**9 + int(frac)
+        woken = int(re.search(r" pid=(\d+)", m.group(7)).group(1))
+        inside = any(s < ts < e for s, e in xs.get(waker, ()))
+        if waker in traced and woken != waker and inside:
+            timeline.append((ts, 0, "wake", (waker, woken)))
+    pending, want = {}, set()
+    for t, _, kind, data in sorted(timeline):
+        if kind == "wake":
+            pending[data[1]] = (t, data[0])
+        elif data[0] in pending and data[2] > pending[data[0]][0]:
+            ts, waker = pending.pop(data[0])
+            want.add((waker, ts, data[0]))
+    flows = [e for e in trace["traceEvents"] if e["ph"] in ("s", "f")]
+    ends = {e["id"]: e["tid"] for e in flows if e["ph"] == "f"}
+    got = {(e["tid"], us_ns(e["ts"]), ends[e["id"]]) for e in flows if e["ph"] == "s"}
+    assert got == want, (len(got), len(want), sorted(got ^ want)[:6])

@@ -136,12 +136,19 @@ def exact_states(path):
     for tid in known:
         if lines and first.get(tid) != "new":
             set_state(tid, first.get(tid, "S"), 0)
+    switched = set()  # a switch out twice (or in twice): the stretch between is unknown
     for l in lines:
         if l[1] == "switch":
             if l[2] in known:
+                if l[2] in switched and state.get(l[2]) != "run":
+                    state[l[2]] = "unknown"
+                switched.add(l[2])
                 set_state(l[2], {"R": "rq", "D": "D", "X": "dead", "Z": "dead"}.get(l[3][0], "S"),
                           l[0])
             if l[4] in known:
+                if l[4] in switched and state.get(l[4]) == "run":
+                    state[l[4]] = "unknown"
+                switched.add(l[4])
                 set_state(l[4], "run", l[0])
         elif l[2] in known and state.get(l[2]) not in ("run", "rq"):
             set_state(l[2], "rq", l[0])
