@@ -5,6 +5,7 @@ import signal
 import subprocess
 import time
 
+import lib
 from lib import (check_format, finish_tracer, load_trace, sched_lines, spans, start_tracer,
                  wait_probes_gone, _procs)
 
@@ -49,5 +50,28 @@ def test_ffmpeg_decode_and_scale_spans(tmp):
     assert len({s["prev"] for s in sched_lines(trace)} & set(names)) >= 3
     assert wait_probes_gone(tr)
     assert ff.poll() is None, "ffmpeg died"
+    ff.send_signal(signal.SIGINT)
+    ff.wait(timeout=30)
+
+
+def test_ffmpeg_cpu_bound_verdict(tmp):
+    """One ffmpeg thread decodes flat out (-threads 1, no -re) beside four idle namesakes: the
+    verdict names that thread ("ffmpeg tid N"), never "none" from an average of five threads."""
+    src = make_input(tmp)
+    ff = subprocess.Popen(["ffmpeg", "-nostdin", "-loglevel", "error", "-stream_loop", "-1",
+                           "-threads", "1", "-i", src, "-vf", "scale=160:120", "-f", "null", "-"])
+    _procs.append(ff)
+    time.sleep(1.0)
+    out = os.path.join(tmp, "ff.json")
+    tr = start_tracer("-p", ff.pid, "-d", "2", "-o", out)
+    rc, err = finish_tracer(tr, timeout=60)
+    assert rc == 0, err
+    verdict = next(l for l in err.splitlines() if l.startswith("bottleneck:"))
+    assert verdict.startswith("bottleneck: ffmpeg tid "), verdict
+    busy = int(verdict.split("busy ")[1].split("%")[0])
+    assert busy >= 60, verdict  # saturated (the rest: waits for a CPU, other processes)
+    # the same file, the same verdict
+    p = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True, timeout=60)
+    assert verdict.split(" —")[0] in p.stdout, p.stdout
     ff.send_signal(signal.SIGINT)
     ff.wait(timeout=30)

@@ -118,6 +118,46 @@ static void test_grouping(void)
 	free(s);
 }
 
+/* ffmpeg's five threads share its name; only one decodes, flat out: it is a stage of its own,
+ * not averaged with four idle namesakes into "busy 29%". PyTorch's main process and its
+ * DataLoader workers are all python3: a stage each. */
+static void test_threads_told_apart(void)
+{
+	struct thread_time ff[] = {
+		tt("ffmpeg", 990, 10, 0, 0, 0), tt("ffmpeg", 5, 0, 0, 0, 995),
+		tt("ffmpeg", 3, 0, 0, 0, 997), tt("ffmpeg", 2, 0, 0, 0, 998),
+		tt("ffmpeg", 1, 0, 0, 0, 999),
+	};
+	struct thread_time py[] = {
+		tt("python3", 50, 0, 900, 0, 50), tt("python3", 950, 30, 0, 0, 20),
+		tt("python3", 940, 40, 0, 0, 20),
+	};
+	struct stage_stats *s;
+	size_t n;
+
+	for (int i = 0; i < 5; i++) {
+		ff[i].pid = 100;
+		ff[i].tid = 100 + i;
+	}
+	CHECK(stages__from_threads(ff, 5, &s, &n) == 0);
+	CHECK(n == 2 && !strcmp(s[0].name, "ffmpeg tid 100") && s[0].threads == 1);
+	CHECK(n == 2 && !strcmp(s[1].name, "ffmpeg") && s[1].threads == 4);
+	free(s);
+	CHECK(starts(verdict(ff, 5, 2), "bottleneck: ffmpeg tid 100 — busy 100%"));
+	py[0].pid = py[0].tid = 40;
+	py[1].pid = py[1].tid = 41;
+	py[2].pid = py[2].tid = 42;
+	CHECK(stages__from_threads(py, 3, &s, &n) == 0);
+	CHECK(n == 3 && starts(s[0].name, "python3 pid 4") && !strcmp(s[2].name, "python3 pid 40"));
+	free(s);
+	/* replicas all saturated stay one stage */
+	ff[1] = ff[0];
+	ff[1].tid = 101;
+	CHECK(stages__from_threads(ff, 2, &s, &n) == 0);
+	CHECK(n == 1 && !strcmp(s[0].name, "ffmpeg") && s[0].threads == 2);
+	free(s);
+}
+
 static void test_verdicts(void)
 {
 	/* the sample pipeline, decode-bound: decoders busy, everyone else waits */
@@ -472,6 +512,7 @@ int main(void)
 	RUN(test_fold);
 	RUN(test_from_states);
 	RUN(test_grouping);
+	RUN(test_threads_told_apart);
 	RUN(test_verdicts);
 	RUN(test_print_width);
 	RUN(test_percentiles_exact);

@@ -95,21 +95,58 @@ static int by_busy(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+static double thread_busy(const struct thread_time *t)
+{
+	uint64_t wall = thread_time__wall(t);
+
+	return wall ? (double)(t->running_ns + t->runnable_ns + t->blocked_ns) / wall : 0;
+}
+
+/* A thread's stage: its folded name, in its process; a saturated thread whose namesakes in the
+ * process are not all saturated is a stage of its own ("ffmpeg tid 1234": one decoding thread
+ * among four idle ones must not be averaged away). folded: every thread's folded name. */
+static void stage_key(const struct thread_time *t, size_t n, char (*folded)[48], size_t i,
+		      char *key, size_t len)
+{
+	bool alone = false, other_pid = false;
+
+	for (size_t k = 0; k < n; k++) {
+		if (k == i || strcmp(folded[i], folded[k]))
+			continue;
+		if (t[k].pid != t[i].pid)
+			other_pid = true;
+		else if (thread_busy(&t[i]) >= SATURATED && thread_busy(&t[k]) < SATURATED)
+			alone = true;
+	}
+	if (alone)
+		snprintf(key, len, "%s tid %d", folded[i], t[i].tid);
+	else if (other_pid) /* python3 main process and its workers: apart */
+		snprintf(key, len, "%s pid %d", folded[i], t[i].pid);
+	else
+		snprintf(key, len, "%s", folded[i]);
+}
+
 int stages__from_threads(const struct thread_time *t, size_t n, struct stage_stats **out,
 			 size_t *nout)
 {
 	struct stage_stats *v = calloc(n ? n : 1, sizeof(*v));
+	char(*folded)[48] = calloc(n ? n : 1, sizeof(*folded));
 	size_t cnt = 0;
 
-	if (!v)
+	if (!v || !folded) {
+		free(v);
+		free(folded);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		stage__fold(t[i].name && t[i].name[0] ? t[i].name : "(unnamed)", folded[i],
+			    sizeof(folded[i]));
 	for (size_t i = 0; i < n; i++) {
 		char name[sizeof(v->name)];
 		struct stage_stats *s = NULL;
 		uint64_t wall = thread_time__wall(&t[i]);
 
-		stage__fold(t[i].name && t[i].name[0] ? t[i].name : "(unnamed)", name,
-			    sizeof(name));
+		stage_key(t, n, folded, i, name, sizeof(name));
 		for (size_t k = 0; k < cnt && !s; k++)
 			if (!strcmp(v[k].name, name))
 				s = &v[k];
@@ -131,6 +168,7 @@ int stages__from_threads(const struct thread_time *t, size_t n, struct stage_sta
 			s->cat_ns[c] += t[i].cat_ns[c];
 		s->has_states |= t[i].has_states;
 	}
+	free(folded);
 	qsort(v, cnt, sizeof(*v), by_busy);
 	*out = v;
 	*nout = cnt;

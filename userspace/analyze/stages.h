@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Pipeline stages and the bottleneck verdict, shared by `tracer report` and the recorder's
  * summary. Threads are grouped by name with trailing indices folded ("decode-0", "decode-1" ->
- * "decode[*]", like Scanner's replicas); each stage's time is split into running, runnable
+ * "decode[*]", like Scanner's replicas), within their process ("python3 pid 42" when processes
+ * share a name); a saturated thread among idle namesakes is a stage of its own ("ffmpeg tid
+ * 7"), never averaged with them; each stage's time is split into running, runnable
  * (waiting for a CPU), waiting inside queue-category spans, blocked elsewhere and idle, as
  * shares of its threads' observed time; the verdict names what bounds the pipeline. */
 #ifndef TRACER_STAGES_H

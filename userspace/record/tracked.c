@@ -330,6 +330,7 @@ static void add_object(struct target *sys, const char *path, const char *open_pa
 			return;
 	sys->objs = xrealloc(sys->objs, sys->nobjs + 1, sizeof(*sys->objs));
 	o = &sys->objs[sys->nobjs++];
+	memset(o, 0, sizeof(*o)); /* not any process's executable: system-wide objects */
 	o->path = xstrdup(path);
 	o->base = xstrdup(strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
 	o->open_path = xstrdup(open_path);

@@ -5,10 +5,10 @@
  * file is never touched. Memory is bounded: one line at a time, the check streams. */
 #include "trace/repair.h"
 #include "trace/json_text.h"
+#include "trace/json_value.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,24 +20,20 @@
 static const char header[] = "{\"traceEvents\":[\n";
 
 /* One line of "traceEvents": a whole JSON object, with a trailing comma. Returns its ts in ns
- * (0 when it has none) or -1 when the line is not a complete event. */
+ * (0 when it has none) or -1 when the line is not a complete event. Nothing is allocated: a
+ * trace has millions of lines. */
 static int64_t event_line(const char *line, size_t len)
 {
-	const cJSON *ts;
+	const char *ts;
+	size_t n = len - 2, tslen;
 	int64_t ns = 0;
-	cJSON *e;
 
-	if (len < 4 || strcmp(line + len - 2, ",\n"))
+	if (len < 4 || strcmp(line + len - 2, ",\n") || line[0] != '{' ||
+	    json_value_len(line, n) != n)
 		return -1;
-	e = cJSON_ParseWithLength(line, len - 2);
-	if (!cJSON_IsObject(e)) {
-		cJSON_Delete(e);
-		return -1;
-	}
-	ts = cJSON_GetObjectItem(e, "ts");
-	if (cJSON_IsNumber(ts) && ts->valuedouble > 0)
-		ns = (int64_t)(ts->valuedouble * 1000 + 0.5);
-	cJSON_Delete(e);
+	ts = json_object_get(line, n, "ts", &tslen);
+	if (ts && (json_us_to_ns(ts, tslen, &ns) || ns < 0))
+		ns = 0;
 	return ns;
 }
 
