@@ -125,3 +125,21 @@ def test_functions_the_kernel_refuses(tmp):
     sigusr1(pid)
     rc, _, _ = wait_exit(pl)
     assert rc == 0
+
+
+def test_single_stepped_sites_warned(tmp):
+    """libc's printf family mostly starts with instructions the kernel single-steps (~10 us a
+    call): one warning before attaching says how many; the sample pipeline's own functions
+    (push-first) get none."""
+    pl, pid = start_pipeline("--frames", "1")
+    out = os.path.join(tmp, "t.json")
+    rc, err = run_tracer("-p", pid, "-d", "0.2", "-o", out, "-u", "other:libc.so.6:*printf*")
+    assert rc == 0, err
+    m = re.search(r"warning: (\d+) of the (\d+) functions to probe start with an instruction "
+                  r"the kernel single-steps", err)
+    assert m and int(m.group(1)) >= 20 and int(m.group(1)) * 4 >= int(m.group(2)), err
+    rc, err = run_tracer("-p", pid, "-d", "0.2", "-o", out, "-P", "pipeline")
+    assert rc == 0 and "single-steps" not in err, err
+    sigusr1(pid)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "record/tracked.h"
 #include "probe/packs.h"
+#include "record/overhead.h"
 #include "util/util.h"
 
 #include <bpf/libbpf.h>
@@ -110,6 +111,31 @@ static void write_cfgs(struct tracked *t, size_t first)
 	}
 }
 
+#define STEPPED_WARN 20 /* single-stepped sites worth a warning, if a quarter of all */
+
+/* Before attaching: a probe on an instruction the kernel single-steps costs ~10 µs a call
+ * instead of ~1 (endbr64, mov, sub ...). Many of them can slow a target several times over:
+ * one line says so, with the worst-looking names. Counted once per function and object. */
+static void warn_stepped(const struct attach_sites *sites)
+{
+	size_t total = 0, stepped = 0;
+
+	for (size_t i = 0; i < sites->cnt; i++) {
+		if (sites->v[i].usdt_end || sites->v[i].ref_ctr_offsets)
+			continue; /* USDT sites are nops: emulated */
+		for (size_t k = 0; k < sites->v[i].cnt; k++) {
+			total++;
+			stepped += overhead__site_class(sites->v[i].path, sites->v[i].offsets[k]) ==
+				   INSN_STEPPED;
+		}
+	}
+	if (stepped >= STEPPED_WARN && stepped * 4 >= total)
+		pr_warn("%zu of the %zu functions to probe start with an instruction the kernel "
+			"single-steps (~10 us a call instead of ~1): a hot one slows the target "
+			"(the summary's overhead line says by how much); narrow -u if it matters",
+			stepped, total);
+}
+
 /* What the kernel said about a function it would not probe, in words. */
 static const char *refusal(int e)
 {
@@ -169,6 +195,7 @@ static int attach_specs(struct tracked *t, const struct probe_specs *specs, stru
 	if (!ret) {
 		size_t refused = t->attachment.nrefused;
 
+		warn_stepped(&sites);
 		write_cfgs(t, first);
 		ret = attach__sites(&t->attachment, &sites, t->enter, t->exit, err, errlen);
 		if (!ret)
