@@ -6,68 +6,55 @@ import signal
 import subprocess
 
 
-def py_loop_run(b, seconds, tracer_args=None, out=None):
-    """One run of bench/py_loop.py, untraced or under tracer: (CPU ns per call, the trace's
-    metadata or None)."""
-    p = subprocess.Popen([b.PYTHON, os.path.join(b.ROOT, "bench", "py_loop.py"), str(seconds)],
-                         stdout=subprocess.PIPE, text=True)
+def traced_run(b, argv, seconds, tracer_args, out):
+    """Starts argv (a target that prints "ready PID" and waits for SIGUSR1), attaches tracer
+    when tracer_args is not None, starts the target and waits for it: (its stdout, tracer or
+    None; tracer has exited)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     tr = None
     try:
         w = p.stdout.readline().split()
         if not w or w[0] != "ready":
-            raise RuntimeError(f"py_loop did not start: {w}")
+            raise RuntimeError(f"{os.path.basename(argv[1])} did not start: {w}")
         pid = int(w[1])
         if tracer_args is not None:
             tr = b.Proc([b.TRACER, "-p", str(pid), "-o", out] + tracer_args)
             tr.wait_ready()
         os.kill(pid, signal.SIGUSR1)
         res, _ = p.communicate(timeout=seconds + 120)
-        m = re.search(r"calls (\d+) cpu_ns (\d+) wall_ns (\d+)", res)
-        if not m:
-            raise RuntimeError(f"py_loop printed no result: {res}")
-        meta = None
         if tr:
             st = tr.wait(120)
             if st != 0:
                 raise RuntimeError(f"tracer exited {st}: {tr.text()[-1500:]}")
-            meta = b.trace_metadata(out)
-        return int(m.group(2)) / int(m.group(1)), meta
+        return res, tr
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
         if tr:
             tr.kill()
+
+
+def py_loop_run(b, seconds, tracer_args=None, out=None):
+    """One run of bench/py_loop.py, untraced or under tracer: (CPU ns per call, the trace's
+    metadata or None)."""
+    res, tr = traced_run(b, [b.PYTHON, os.path.join(b.ROOT, "bench", "py_loop.py"), str(seconds)],
+                         seconds, tracer_args, out)
+    m = re.search(r"calls (\d+) cpu_ns (\d+) wall_ns (\d+)", res)
+    if not m:
+        raise RuntimeError(f"py_loop printed no result: {res}")
+    return int(m.group(2)) / int(m.group(1)), b.trace_metadata(out) if tr else None
 
 
 def py_pipeline_pace(b, seconds, tracer_args=None, out=None):
     """Batches per second through tests/targets/py_pipeline.py, unpaced (as fast as it goes)."""
     log_path = os.path.join(b.TMP, "py_pipeline.log")
-    p = subprocess.Popen([b.PYTHON, os.path.join(b.ROOT, "tests", "targets", "py_pipeline.py"),
-                          "--wait-signal", "--period", "0", "--seconds", str(seconds),
-                          "--log", log_path], stdout=subprocess.PIPE, text=True)
-    tr = None
-    try:
-        w = p.stdout.readline().split()
-        if not w or w[0] != "ready":
-            raise RuntimeError(f"py_pipeline did not start: {w}")
-        pid = int(w[1])
-        if tracer_args is not None:
-            tr = b.Proc([b.TRACER, "-p", str(pid), "-o", out] + tracer_args)
-            tr.wait_ready()
-        os.kill(pid, signal.SIGUSR1)
-        p.communicate(timeout=seconds + 120)
-        if tr:
-            tr.wait(120)
-        with open(log_path) as f:
-            ends = [int(l.split()[3]) for l in f if l.split()[1:2] == ["write_batch"]]
-        return len(ends) / seconds
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        if tr:
-            tr.kill()
+    traced_run(b, [b.PYTHON, os.path.join(b.ROOT, "tests", "targets", "py_pipeline.py"),
+                   "--wait-signal", "--period", "0", "--seconds", str(seconds), "--log", log_path],
+               seconds, tracer_args, out)
+    with open(log_path) as f:
+        ends = [int(l.split()[3]) for l in f if l.split()[1:2] == ["write_batch"]]
+    return len(ends) / seconds
 
 
 def run(b):

@@ -538,6 +538,23 @@ next:;
 	}
 }
 
+/* After scan_value: true to use the value; else *step is what the step returns: 0 for a value
+ * too large (skipped, counted) or the input ending inside it, or the failure, said as what. */
+static bool scanned(struct trace_reader *r, int ret, int *step, const char *what)
+{
+	if (!ret)
+		return true;
+	if (ret == -ENODATA) {
+		*step = cut_short(r);
+	} else if (ret == -E2BIG) {
+		r->oversized++;
+		*step = 0;
+	} else {
+		*step = fail(r, ret, "%s", what);
+	}
+	return false;
+}
+
 /* Each step reads one piece of the top level: 1 with an item in it, 0 to go on, or -errno. */
 
 static int step_start(struct trace_reader *r)
@@ -562,7 +579,7 @@ static int step_start(struct trace_reader *r)
  * out, anything else is skipped. */
 static int step_key(struct trace_reader *r, struct trace_item *it)
 {
-	char key[64];
+	char key[64], what[96];
 	int c = skip_ws(r), ret;
 
 	if (c < 0)
@@ -609,15 +626,10 @@ static int step_key(struct trace_reader *r, struct trace_item *it)
 		r->st = ST_SCHED;
 		return 0;
 	}
-	ret = scan_value(r, !strcmp(key, "metadata") && (r->want & TR_METADATA));
-	if (ret == -ENODATA)
-		return cut_short(r);
-	if (ret == -E2BIG) {
-		r->oversized++;
-		return 0;
-	}
-	if (ret)
-		return fail(r, ret, "malformed value of \"%s\"", key);
+	snprintf(what, sizeof(what), "malformed value of \"%s\"", key);
+	if (!scanned(r, scan_value(r, !strcmp(key, "metadata") && (r->want & TR_METADATA)), &ret,
+		     what))
+		return ret;
 	if (!strcmp(key, "metadata") && (r->want & TR_METADATA)) {
 		it->type = TI_METADATA;
 		it->text = r->val;
@@ -648,15 +660,8 @@ static int step_event(struct trace_reader *r, struct trace_item *it)
 		return 0;
 	}
 	r->st = ST_EVENT;
-	ret = scan_value(r, r->want & TR_EVENTS);
-	if (ret == -ENODATA)
-		return cut_short(r);
-	if (ret == -E2BIG) {
-		r->oversized++;
-		return 0;
-	}
-	if (ret)
-		return fail(r, ret, "malformed event");
+	if (!scanned(r, scan_value(r, r->want & TR_EVENTS), &ret, "malformed event"))
+		return ret;
 	if (!(r->want & TR_EVENTS))
 		return 0;
 	if (parse_event(r, &it->ev))
