@@ -533,8 +533,9 @@ def record_churn(tmp, *args):
 
 def test_thousands_of_short_lived_threads(tmp):
     """5000 threads, one after another, each names itself, calls a probed function 3 times and
-    exits: every call recorded on the right thread, every thread named, memory flat."""
-    trace, gt, rss, _ = record_churn(tmp, "--threads", "5000", "--calls", "3")
+    exits: every call recorded on the right thread, every thread named, memory flat; the
+    summary shows the 40 busiest threads and folds the rest into one line."""
+    trace, gt, rss, err = record_churn(tmp, "--threads", "5000", "--calls", "3")
     assert len(gt["threads"]) == 5000
     c = trace["metadata"]["counts"]
     assert c["lost_spans"] == 0 and c["lost_task_events"] == 0, c
@@ -546,6 +547,10 @@ def test_thousands_of_short_lived_threads(tmp):
              if names.get(tid) != n.decode()}
     assert not wrong, f"{len(wrong)} threads misnamed, e.g. {list(wrong.items())[:3]}"
     assert rss < RSS_LIMIT_KB, f"tracer's peak RSS {rss} KiB"
+    table = err.split("\nTHREAD ")[1].split("\n\n")[0].splitlines()[1:]
+    more = re.match(r"\.\.\. and (\d+) more threads, less busy", table[-1])
+    assert more and len(table) == 41, table[-3:]
+    assert int(more.group(1)) + 40 >= 5000, table[-1]
 
 
 _hostile = {}

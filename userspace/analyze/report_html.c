@@ -127,7 +127,7 @@ static void write_head(FILE *f, const struct report *r, const struct report_opts
 	fprintf(f, " on %zu thread%s, %s recorded", r->nthreads, plural_s(r->nthreads),
 		dur(r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0, w));
 	if (r->cpus)
-		fprintf(f, ", %d CPUs", r->cpus);
+		fprintf(f, ", %d CPU%s", r->cpus, plural_s(r->cpus));
 	fputs("</p>\n", f);
 	if (r->truncated)
 		fputs("<p class=\"warn\">The file ends before its closing bracket (recording "

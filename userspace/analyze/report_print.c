@@ -77,7 +77,7 @@ static void print_table(FILE *f, const struct report *r, const struct report_opt
 	fprintf(f, " on %zu thread%s, %s recorded", r->nthreads, plural_s(r->nthreads),
 		fmt_duration(r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0, w, sizeof(w)));
 	if (r->cpus)
-		fprintf(f, ", %d CPUs", r->cpus);
+		fprintf(f, ", %d CPU%s", r->cpus, plural_s(r->cpus));
 	fprintf(f, "\nSpans by %s, largest total first; percentiles from a quantile sketch, within "
 		   "%g%% (relative)",
 		by_names[o->by], 100 * SKETCH_REL_ERR);

@@ -112,18 +112,38 @@ static void print_processes(FILE *f, const struct thread **order, size_t n)
 	}
 }
 
+#define MAX_THREAD_ROWS 40
+
+/* Running, runnable and blocked time, then spans: the threads worth a row. */
+static int by_activity(const void *a, const void *b)
+{
+	const struct thread *x = *(const struct thread *const *)a;
+	const struct thread *y = *(const struct thread *const *)b;
+	uint64_t bx = x->state_ns[TS_RUNNING] + x->state_ns[TS_RUNNABLE] + x->state_ns[TS_BLOCKED];
+	uint64_t by = y->state_ns[TS_RUNNING] + y->state_ns[TS_RUNNABLE] + y->state_ns[TS_BLOCKED];
+
+	if (bx != by)
+		return bx < by ? 1 : -1;
+	return x->spans < y->spans ? 1 : x->spans > y->spans ? -1 : 0;
+}
+
 static void print_threads(FILE *f, const struct threads *ts)
 {
 	const struct thread **order = xcalloc(ts->cnt, sizeof(*order));
-	size_t n = 0;
+	size_t n = 0, shown;
 
 	for (uint32_t i = 0; i < ts->cap; i++)
 		if (ts->v[i].tid)
 			order[n++] = &ts->v[i];
-	qsort(order, n, sizeof(*order), by_pid_tid);
+	shown = n;
+	if (n > MAX_THREAD_ROWS) { /* thousands of short-lived threads: the busiest only */
+		qsort(order, n, sizeof(*order), by_activity);
+		shown = MAX_THREAD_ROWS;
+	}
+	qsort(order, shown, sizeof(*order), by_pid_tid);
 	fprintf(f, "\n%-16s %7s %8s %8s %8s %8s %8s %9s\n", "THREAD", "TID", "RUNNING", "RUNNABLE",
 		"SLEEPING", "BLOCKED", "IN-QUEUE", "SPANS");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < shown; i++) {
 		const struct thread *t = order[i];
 		char name[4 * COMM_LEN + 8];
 		uint64_t seen = 0;
@@ -143,6 +163,11 @@ static void print_threads(FILE *f, const struct threads *ts)
 			100.0 * t->state_ns[TS_BLOCKED] / seen, 100.0 * t->queue_ns / seen,
 			(unsigned long long)t->spans);
 	}
+	if (shown < n)
+		fprintf(f, "... and %zu more threads, less busy (tracer report FILE --by thread lists "
+			   "every one)\n",
+			n - shown);
+	qsort(order, n, sizeof(*order), by_pid_tid);
 	print_processes(f, order, n);
 	free(order);
 }
