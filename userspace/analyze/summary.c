@@ -231,11 +231,14 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 			(unsigned long long)c[CNT_LOST_SPAN], (unsigned long long)lost_sched);
 	if (c[CNT_SKIPPED_SCHED] || c[CNT_SKIPPED_PROBES])
 		fprintf(f, "\nLOST: %llu scheduler events and %llu probe hits the kernel skipped "
-			   "(one of tracer's programs was already running on that CPU)%s.\n",
+			   "(one of tracer's programs was already running on that CPU).\n",
 			(unsigned long long)c[CNT_SKIPPED_SCHED],
-			(unsigned long long)c[CNT_SKIPPED_PROBES],
-			c[CNT_SCHED_GAPS] ? "; where a thread's switch is missing, its state is "
-					    "unknown (marked on its track), not guessed" : "");
+			(unsigned long long)c[CNT_SKIPPED_PROBES]);
+	if (c[CNT_SCHED_GAPS])
+		fprintf(f, "\nMissing switches: %llu times a thread was switched out (or in) twice "
+			   "in a row; its state between is unknown (marked on its track), not "
+			   "guessed.\n",
+			(unsigned long long)c[CNT_SCHED_GAPS]);
 	if (incomplete || c[CNT_DEEP_FRAMES] || c[CNT_UNMATCHED_RETS])
 		fprintf(f, "\nIncomplete: %llu spans whose return was never seen (longjmp, deep "
 			   "recursion, thread exit); %llu calls nested too deep to record; %llu "

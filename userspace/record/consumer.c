@@ -192,9 +192,8 @@ static void state_unknown(struct consumer *c, int pid, int tid, uint64_t ts)
 {
 	c->sched_gaps++;
 	trace_writer__instant(c->writer, pid, tid, ts, "scheduler state unknown",
-			      "\"why\":\"a context switch before this one was not recorded (the "
-			      "kernel skipped tracer's program): the thread's state since its last "
-			      "switch is unknown\"");
+			      "\"why\":\"a context switch before this one was not recorded: the "
+			      "thread's state since its last switch is unknown\"");
 }
 
 static void on_switch(struct consumer *c, const struct switch_rec *r)
@@ -227,8 +226,9 @@ static void on_wakeup(struct consumer *c, const struct wakeup_rec *r)
 	set_name(c, t, r->comm);
 	threads__on_wakeup(&c->threads, r);
 	/* a traced thread inside a span woke another: an arrow from that span */
-	if (c->flows && r->kind == WAKEUP_WAKING && !r->irq && r->waker_depth &&
-	    r->waker_tid != r->tid && traced(c, r->waker_pid)) {
+	/* (an interrupt's wake-up has depth 0: the BPF side never looks at the task under it) */
+	if (c->flows && r->kind == WAKEUP_WAKING && r->waker_depth && r->waker_tid != r->tid &&
+	    traced(c, r->waker_pid)) {
 		t->flow_ns = r->ts;
 		t->flow_pid = r->waker_pid;
 		t->flow_tid = r->waker_tid;

@@ -259,23 +259,39 @@ void recording__setup_tracked(struct recording *r)
 	}
 }
 
+/* An interrupt entry program counts up, its exit program down: attached before its exit, an
+ * entry could count an interrupt whose exit is never seen, and the CPU would look inside an
+ * interrupt for the rest of the recording. */
+static bool irq_entry(const struct bpf_program *prog)
+{
+	const char *name = bpf_program__name(prog);
+	size_t n = strlen(name);
+
+	return !strncmp(name, "on_", 3) && n > 6 && !strcmp(name + n - 6, "_entry");
+}
+
 int recording__attach_sched(struct recording *r)
 {
 	struct bpf_program *prog;
 
-	bpf_object__for_each_program(prog, r->skel->obj) {
-		struct bpf_link *l;
+	for (int pass = 0; pass < 2; pass++) {
+		bpf_object__for_each_program(prog, r->skel->obj) {
+			struct bpf_link *l;
 
-		if (!bpf_program__autoload(prog) ||
-		    bpf_program__type(prog) != BPF_PROG_TYPE_TRACING)
-			continue;
-		l = bpf_program__attach(prog);
-		if (!l) {
-			pr_err("cannot attach %s: %s", bpf_program__name(prog), strerror(errno));
-			return -errno;
+			if (!bpf_program__autoload(prog) ||
+			    bpf_program__type(prog) != BPF_PROG_TYPE_TRACING ||
+			    irq_entry(prog) != (pass == 1))
+				continue;
+			l = bpf_program__attach(prog);
+			if (!l) {
+				pr_err("cannot attach %s: %s", bpf_program__name(prog),
+				       strerror(errno));
+				return -errno;
+			}
+			r->sched_links = xrealloc(r->sched_links, r->nsched + 1,
+						  sizeof(*r->sched_links));
+			r->sched_links[r->nsched++] = l;
 		}
-		r->sched_links = xrealloc(r->sched_links, r->nsched + 1, sizeof(*r->sched_links));
-		r->sched_links[r->nsched++] = l;
 	}
 	return 0;
 }
