@@ -12,6 +12,7 @@
 /* The kernel hijacks at most 64 nested returns per task (MAX_URETPROBE_DEPTH). */
 #define MAX_FRAMES 64
 #define MAX_ARGS 4	/* integer arguments captured per call */
+#define MAX_NAME_DEREFS 4 /* pointers a name_from may follow */
 #define SPAN_NAME_LEN 32 /* a span name read from the target (name_from), NUL included */
 #define MAX_PROBES 65536
 
@@ -33,7 +34,8 @@ enum span_flags {
 /* What a probe captures, indexed by probe id (the cookie). */
 enum probe_flags {
 	PROBE_ENTRY_ONLY = 1,
-	PROBE_NAME_FROM = 2, /* name the span from the string at argument name_arg */
+	PROBE_NAME_FROM = 2, /* name the span from a string at argument name_arg, or reached from
+			      * it through name_nderef pointers (argN->Type.field->...:str) */
 	PROBE_ARGS = 4,	     /* capture arguments arg_idx[0..nargs) */
 	PROBE_RET = 8,	     /* capture the return value */
 	PROBE_USDT = 16,     /* a USDT probe: arguments as usdt_cfgs describes them */
@@ -64,7 +66,9 @@ struct probe_cfg {
 	__u8 name_arg;
 	__u8 nargs;
 	__u8 arg_idx[MAX_ARGS];
-	__u8 _pad[2];
+	__u8 name_nderef;
+	__u8 _pad;
+	__u16 name_deref[MAX_NAME_DEREFS]; /* byte offsets of the pointers followed, in order */
 };
 
 /* One completed call of a probed function. */
@@ -286,7 +290,7 @@ _Static_assert(sizeof(struct py_proc_cfg) == 64, "py_proc_cfg layout");
 _Static_assert(sizeof(struct py_stack_rec) == 32 + 32 * PY_MAX_FRAMES, "py_stack_rec layout");
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");
-_Static_assert(sizeof(struct probe_cfg) == 12, "probe_cfg layout");
+_Static_assert(sizeof(struct probe_cfg) == 20, "probe_cfg layout");
 _Static_assert(sizeof(struct usdt_cfg) == 24 * MAX_ARGS, "usdt_cfg layout");
 _Static_assert(sizeof(struct switch_rec) == 80, "switch_rec layout");
 _Static_assert(sizeof(struct wakeup_rec) == 88, "wakeup_rec layout");

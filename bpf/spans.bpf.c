@@ -114,9 +114,13 @@ static __always_inline void capture_entry(struct pt_regs *ctx, const struct prob
 	cap->ret = 0;
 	cap->name[0] = 0;
 	if (cfg->flags & PROBE_NAME_FROM) {
-		const char *s = (const char *)regs[cfg->name_arg & 7];
+		__u64 p = regs[cfg->name_arg & 7];
 
-		if (bpf_probe_read_user_str(cap->name, sizeof(cap->name), s) < 0)
+		/* a pointer that cannot be read leaves the span unnamed (p = 0 fails the read) */
+		for (int i = 0; i < MAX_NAME_DEREFS && i < cfg->name_nderef; i++)
+			if (bpf_probe_read_user(&p, sizeof(p), (const void *)(p + cfg->name_deref[i])))
+				p = 0;
+		if (bpf_probe_read_user_str(cap->name, sizeof(cap->name), (const char *)p) < 0)
 			cap->name[0] = 0;
 	}
 }

@@ -11,6 +11,7 @@ packages=(
 	python3 ffmpeg util-linux time valgrind		# tests: runner, a real pipeline, setpriv, RSS, valgrind
 	chromium groff-base				# tests: viewer in a real browser, man page
 	python3-torch python3-opencv			# tests: the framework packs on real pipelines
+	libgstreamer1.0-dev				# build: GstPad/GstObject offsets for the gstreamer pack
 	gstreamer1.0-tools gstreamer1.0-plugins-base	# tests: gst-launch-1.0, videoconvert, videoscale
 )
 

@@ -2,6 +2,7 @@
 (Debian's OpenCV, CPython) are picked by themselves, also when the library is loaded after
 tracer started (launch mode, `import cv2`), and give named spans that match the calls the
 pipeline logged itself."""
+import bisect
 import collections
 import os
 import re
@@ -184,6 +185,25 @@ def test_gstreamer_pack_picked_when_plugins_load(tmp):
     # within 15 characters)
     assert {threads[e["tid"]] for e in conv} == {"videotestsrc0:s"}, \
         {threads.get(e["tid"]) for e in conv}
+    # each element's work is a span named by the element (gst_pad_push through the pad's peer
+    # to its element's GstObject.name), nested as the elements call each other: the conversions
+    # run inside videoconvert0's and videoscale0's spans
+    by_name = collections.defaultdict(list)
+    for e in spans(trace):
+        by_name[e["name"]].append(e)
+    for element in ("videoconvert0", "videoscale0", "queue0", "fakesink0"):
+        assert 100 < len(by_name[element]) <= 4000, (element, len(by_name[element]))
+        assert {e["cat"] for e in by_name[element]} == {"operator"}
+    assert "gst_pad_push" not in by_name  # every pad here has a named peer
+    outer = sorted((p["ts"], p["ts"] + p["dur"], p["tid"]) for p in by_name["videoconvert0"])
+    for e in conv:  # videoscale0 runs inside videoconvert0: one containing span is enough
+        i = bisect.bisect_right(outer, (e["ts"], float("inf"), 0)) - 1
+        while i >= 0 and outer[i][2] != e["tid"]:
+            i -= 1
+        assert i >= 0 and outer[i][1] >= e["ts"] + e["dur"], (e, outer[i] if i >= 0 else None)
+    # fakesink0 runs on the queue's thread, the converters upstream of it on the source's
+    assert {threads[e["tid"]] for e in by_name["fakesink0"]} == {"queue0:src"}
+    assert {threads[e["tid"]] for e in by_name["videoconvert0"]} == {"videotestsrc0:s"}
     # the queue's thread is named by its element too, and the verdict names the source's
     p = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
     assert "queue0:src" in p.stdout and "bottleneck: videotestsrc0:s" in p.stdout, p.stdout

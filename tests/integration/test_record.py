@@ -421,3 +421,24 @@ def test_wakeup_arrow_rule(tmp):
     ends = {e["id"]: e["tid"] for e in flows if e["ph"] == "f"}
     got = {(e["tid"], us_ns(e["ts"]), ends[e["id"]]) for e in flows if e["ph"] == "s"}
     assert got and got == want, (len(got), len(want), sorted(got ^ want)[:6])
+
+
+def test_name_from_follows_pointers(tmp):
+    """"name_from": "arg0->GstPad.peer->GstObject.parent->GstObject.name:str" reads a chain of
+    pointers in the kernel: each call whose chain leads to a name is named by it; a NULL pointer
+    or a chain into unmapped memory gives a span with the function's name, and the target runs
+    on unharmed (tests/targets/named_objects.c)."""
+    pack = os.path.join(tmp, "chain.json")
+    with open(pack, "w") as f:
+        f.write('{"name": "chain", "probes": [{"object": "named_objects", "function": "handle", '
+                '"category": "operator", '
+                '"name_from": "arg0->GstPad.peer->GstObject.parent->GstObject.name:str"}]}')
+    out = os.path.join(tmp, "chain.json.out.json")
+    p = subprocess.run([lib.TRACER, "-P", pack, "-o", out, "--", lib.target("named_objects"),
+                        "2000"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "calls 6000 named 2000\n", p.stdout
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    names = collections.Counter(e["name"] for e in spans(trace))
+    assert names == {"element7": 2000, "handle": 4000}, names

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "probe/probe_spec.h"
+#include "probe/struct_fields.h"
 #include "unit.h"
 
 static bool has(const char *s, const char *sub)
@@ -247,6 +248,54 @@ static void test_pack_unknown_field(void)
 		       "bad.json:4: ", "unknown field \"colour\"");
 }
 
+/* name_from: a string argument, or one reached through struct fields from the libraries' own
+ * headers (tools/struct_fields.c); a field tracer does not know, or too long a chain, is refused
+ * with the line and the fields it knows. */
+static void test_pack_name_from(void)
+{
+	static const char chain[] =
+		"{ \"name\": \"g\", \"probes\": [ { \"function\": \"gst_pad_push\", "
+		"\"category\": \"operator\", \"name_from\": "
+		"\"arg1->GstPad.peer->GstObject.parent->GstObject.name:str\" } ] }";
+	struct probe_specs specs = { 0 };
+	struct probe_pack pack;
+	char err[512] = "";
+
+	CHECK(probe_pack__parse(chain, "g.json", &pack, &specs, err, sizeof(err)) == 0);
+	if (specs.cnt == 1) {
+		const struct probe_spec *s = &specs.v[0];
+
+		CHECK(s->name_arg == 1 && s->name_nderef == 3);
+		CHECK(s->name_deref[0] == (unsigned)struct_field__offset("GstPad.peer", 11));
+		CHECK(s->name_deref[1] == (unsigned)struct_field__offset("GstObject.parent", 16));
+		CHECK(s->name_deref[2] == (unsigned)struct_field__offset("GstObject.name", 14));
+		/* from GStreamer's headers: a GstPad starts with its GstObject, which starts
+		 * with a GInitiallyUnowned (24 bytes on x86-64) */
+		CHECK(s->name_deref[2] > 16 && s->name_deref[2] < s->name_deref[0]);
+	} else {
+		CHECK(specs.cnt == 1);
+	}
+	probe_pack__free(&pack);
+	probe_specs__free(&specs);
+	check_bad_pack("{ \"name\": \"p\", \"probes\": [\n"
+		       "  { \"function\": \"a\", \"category\": \"io\", "
+		       "\"name_from\": \"arg0->GstPad.colour:str\" } ] }\n",
+		       "bad.json:2: ", "no field \"GstPad.colour\" (tracer knows: GstObject.name");
+	check_bad_pack("{ \"name\": \"p\", \"probes\": [\n"
+		       "  { \"function\": \"a\", \"category\": \"io\", \"name_from\": "
+		       "\"arg0->GstPad.peer->GstPad.peer->GstPad.peer->GstPad.peer->GstPad.peer:str\""
+		       " } ] }\n",
+		       "bad.json:2: ", "follows at most 4 pointers");
+	check_bad_pack("{ \"name\": \"p\", \"probes\": [\n"
+		       "  { \"function\": \"a\", \"category\": \"io\", "
+		       "\"name_from\": \"arg0->GstObject.name\" } ] }\n",
+		       "bad.json:2: ", "\"argN->Type.field->...:str\"");
+	check_bad_pack("{ \"name\": \"p\", \"probes\": [\n"
+		       "  { \"function\": \"a\", \"category\": \"io\", "
+		       "\"name_from\": \"arg6:str\" } ] }\n",
+		       "bad.json:2: ", "(N from 0 to 5)");
+}
+
 static void test_pack_missing_function(void)
 {
 	check_bad_pack("{\n"
@@ -376,6 +425,7 @@ int main(int argc, char **argv)
 	RUN(test_pack_bad_json_line);
 	RUN(test_pack_unknown_category_line);
 	RUN(test_pack_unknown_field);
+	RUN(test_pack_name_from);
 	RUN(test_pack_missing_function);
 	RUN(test_pack_empty_probes);
 	RUN(test_pack_not_object);

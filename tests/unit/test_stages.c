@@ -33,6 +33,10 @@ static void test_fold(void)
 	CHECK_STR(fold("Ops (3)"), "Ops[*]");
 	CHECK_STR(fold("pool-3-thread-2"), "pool-3-thread[*]");
 	CHECK_STR(fold("queue:2"), "queue[*]");
+	CHECK_STR(fold("pool.7"), "pool[*]");
+	/* a version is not an index */
+	CHECK_STR(fold("gst-launch-1.0"), "gst-launch-1.0");
+	CHECK_STR(fold("python3.11"), "python3.11");
 	/* no separator, no index, nothing before it: kept */
 	CHECK_STR(fold("x264"), "x264");
 	CHECK_STR(fold("reader"), "reader");

@@ -62,6 +62,11 @@ void stage__fold(const char *name, char *out, size_t len)
 	/* "decode-0", "worker 3", "op_12", "pool.7", "queue:2", "thread#4" */
 	for (d = n; d > 0 && is_digit(name[d - 1]); d--)
 		;
+	/* ... but a version is part of the name: "gst-launch-1.0", "python3.11" */
+	if (d < n && d >= 2 && name[d - 1] == '.' && is_digit(name[d - 2])) {
+		snprintf(out, len, "%s", name);
+		return;
+	}
 	if (d < n && d >= 2 && strchr("-_ .:#/", name[d - 1])) {
 		d--;
 		while (d > 0 && strchr("-_ .:#/", name[d - 1]))

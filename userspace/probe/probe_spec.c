@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "probe/probe_spec.h"
+#include "probe/struct_fields.h"
 #include "util/util.h"
 
 #include <cjson/cJSON.h>
@@ -208,6 +209,42 @@ static int parse_arg_ref(const char *s, bool allow_ret, const char **type)
 	return s[3] - '0';
 }
 
+/* "argN:str", or "argN->Type.field->...:str": the string at the end of pointers read at those
+ * fields' offsets, one after another (the offsets come from the libraries' headers). */
+static int parse_name_from(const char *text, struct probe_spec *s, const char *where, char *err,
+			   size_t errlen)
+{
+	const char *p = text + 4, *type;
+
+	s->name_arg = strncmp(text, "arg", 3) || text[3] < '0' || text[3] > '5' ? -1 : text[3] - '0';
+	s->name_nderef = 0;
+	while (s->name_arg >= 0 && !strncmp(p, "->", 2)) {
+		size_t len = strcspn(p + 2, "-:");
+		long off = struct_field__offset(p + 2, len);
+
+		if (off < 0 || off > 0xffff) {
+			snprintf(err, errlen, "%s: \"name_from\": no field \"%.*s\" (tracer knows: %s)",
+				 where, (int)(len > 64 ? 64 : len), p + 2, struct_field__known());
+			return -EINVAL;
+		}
+		if (s->name_nderef == SPEC_MAX_NAME_DEREFS) {
+			snprintf(err, errlen, "%s: \"name_from\" follows at most %d pointers", where,
+				 SPEC_MAX_NAME_DEREFS);
+			return -EINVAL;
+		}
+		s->name_deref[s->name_nderef++] = (unsigned)off;
+		p += 2 + len;
+	}
+	type = p;
+	if (s->name_arg < 0 || strcmp(type, ":str")) {
+		snprintf(err, errlen, "%s: \"name_from\" is \"argN:str\" or "
+				      "\"argN->Type.field->...:str\" (N from 0 to 5)", where);
+		s->name_arg = -1;
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_args(const cJSON *args, struct probe_spec *s, const char *where, char *err,
 		      size_t errlen)
 {
@@ -318,7 +355,7 @@ static int parse_usdt_pair(struct probe_spec *spec, const char *usdt, const char
 static int parse_probe(const cJSON *p, const char *where, struct probe_specs *specs, char *err,
 		       size_t errlen)
 {
-	const char *object, *function, *category, *name, *name_from, *type, *usdt, *usdt_end;
+	const char *object, *function, *category, *name, *name_from, *usdt, *usdt_end;
 	const cJSON *entry_only;
 	struct probe_spec tmp, *s;
 	enum category cat;
@@ -367,11 +404,8 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 	}
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.name_arg = tmp.queue_arg = -1;
-	if (name_from && ((tmp.name_arg = parse_arg_ref(name_from, false, &type)) < 0 || !type ||
-			  strcmp(type, ":str"))) {
-		snprintf(err, errlen, "%s: \"name_from\" is \"argN:str\" (N from 0 to 5)", where);
+	if (name_from && parse_name_from(name_from, &tmp, where, err, errlen))
 		return -EINVAL;
-	}
 	ret = 0;
 	if (cJSON_GetObjectItemCaseSensitive(p, "args"))
 		ret = parse_args(cJSON_GetObjectItemCaseSensitive(p, "args"), &tmp, where, err,

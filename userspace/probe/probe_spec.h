@@ -20,6 +20,7 @@ const char *category__name(enum category cat);
 int category__parse(const char *s, enum category *cat);
 
 #define SPEC_MAX_ARGS 4 /* MAX_ARGS in bpf/events.h */
+#define SPEC_MAX_NAME_DEREFS 4 /* MAX_NAME_DEREFS in bpf/events.h */
 #define ARG_RET (-1)	/* the return value, in place of an argument index */
 
 /* A value captured into the span's args: argument idx (0-5) or the return value. */
@@ -42,6 +43,8 @@ struct probe_spec {
 	char *name;	/* span name; NULL: the function's own name */
 	char *origin;	/* where the spec came from, for messages: "-u 'x'", "pack.json:12" */
 	int name_arg;	/* name each span from the string at this argument; -1: no */
+	int name_nderef; /* ... or at the end of this many pointers followed from it */
+	unsigned name_deref[SPEC_MAX_NAME_DEREFS]; /* offsets of those pointers (struct_fields.h) */
 	struct arg_spec args[SPEC_MAX_ARGS + 1]; /* at most SPEC_MAX_ARGS arguments and ret */
 	int nargs;
 	bool entry_only; /* no return probe: each call is an instant */

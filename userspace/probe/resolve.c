@@ -113,6 +113,9 @@ static void probe__set_cfg(struct probe *p, const struct probe_spec *spec, bool 
 	if (spec->name_arg >= 0) {
 		c->flags |= PROBE_NAME_FROM;
 		c->name_arg = spec->name_arg;
+		c->name_nderef = spec->name_nderef;
+		for (int i = 0; i < spec->name_nderef; i++)
+			c->name_deref[i] = spec->name_deref[i];
 	}
 	for (int i = 0; i < spec->nargs; i++) {
 		if (spec->args[i].idx == ARG_RET) {
