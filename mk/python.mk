@@ -28,3 +28,4 @@ $(OUTPUT)/py_offsets_table.h: $(PY_INCS) mk/python.mk | $(OUTPUT)
 # The objects that read the table need it before their first compile (-MMD tracks it after).
 PY_OBJS := $(patsubst userspace/%.c,$(OUTPUT)/obj/%.o,$(wildcard userspace/python/*.c))
 $(PY_OBJS): | $(OUTPUT)/py_offsets_table.h
+$(OUTPUT)/fuzz/obj/python/py_offsets.o: | $(OUTPUT)/py_offsets_table.h
