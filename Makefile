@@ -102,7 +102,7 @@ check-offline: test-bins
 
 # after a deliberate change of report/export/merge/repair output: review the diff, commit
 golden-update: tracer
-	$(Q)tests/golden/update.sh $(OUTPUT)/tracer
+	$(Q)tests/golden/update.sh $(abspath $(OUTPUT)/tracer)
 
 demo: tracer $(OUTPUT)/targets/pipeline
 	$(Q)scripts/demo.sh

@@ -31,4 +31,5 @@ mkdir -p expected
 "$tracer" merge host-a.json host-b.json -o expected/merge.json 2> /dev/null
 cp cut.json expected/repaired.json
 "$tracer" repair expected/repaired.json 2> /dev/null
+rm -f expected/repaired.json.cut  # repair keeps the cut original beside it
 echo "golden outputs regenerated in $(pwd)/expected"

@@ -77,6 +77,49 @@ def exact_quantile(sorted_values, q):
     return sorted_values[rank - 1]
 
 
+def exact_self(evs):
+    """Self time per name: each span less the spans directly inside it on its thread."""
+    by_tid = collections.defaultdict(list)
+    for e, ts, dur in evs:
+        by_tid[e.get("tid")].append((ts, -dur, e["name"]))
+    out = collections.Counter()
+    for spans_ in by_tid.values():
+        spans_.sort()  # by start, the outer one first
+        stack = []  # [end, name, self] of the open spans
+        for ts, neg, name in spans_:
+            while stack and stack[-1][0] <= ts:
+                end, n, s = stack.pop()
+                out[n] += s
+            if stack:
+                stack[-1][2] += neg  # a direct child: its time is not its parent's own
+            stack.append([ts - neg, name, -neg])
+        for end, n, s in stack:
+            out[n] += s
+    return out
+
+
+def test_summary_and_report_agree(tmp):
+    """The summary printed at stop and `tracer report` on the file it wrote give the same count,
+    total and self time for every span name: one engine, the same order of spans."""
+    log = os.path.join(tmp, "agree.log")
+    out = os.path.join(tmp, "agree.json")
+    pl, pid = start_pipeline("--frames", "60", "--bottleneck", "decode", log=log)
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out)
+    sigusr1(pid)
+    rc, _, _ = wait_exit(pl)
+    assert rc == 0
+    trc, err = finish_tracer(tr)
+    assert trc == 0, err
+    lines = err[err.index("   COUNT    TOTAL     SELF"):].split("\n\n")[0].splitlines()[1:]
+    summary = {l.split(None, 8)[8]: l.split()[:3] for l in lines}  # 7 numbers, category, name
+    rc, text, _ = tracer("report", out, "--top", "0")
+    assert rc == 0
+    rows = text[text.index("   COUNT  TOTAL   SELF"):].split("\n\n")[0].splitlines()[1:]
+    report = {l.split(None, 11)[11]: l.split()[:3] for l in rows}  # 11 numbers, name
+    assert len(summary) >= 5 and summary == report, (summary, report)
+    assert any(v[1] != v[2] for v in summary.values())  # some spans nest
+
+
 def exact_states(path):
     """Per tid, the report's split of each thread's time, computed the simple way: every
     scheduler event and queue span in memory. The rules (README): a thread's first scheduler
@@ -191,12 +234,13 @@ def check_states(path, keeps=(None, "3", "500")):
 def check_human_output(text):
     lines = text.splitlines()
     assert "quantile sketch, within 1% (relative)" in lines[1], lines[1]
+    names = len(lines[4]) - len("NAME")  # where the names start: they are printed whole
     for l in lines[1:]:
         if not l.startswith("bottleneck:"):
-            assert len(l) <= 100, l
-    header = next(l for l in lines if l.startswith("NAME"))
-    assert header.split() == ["NAME", "COUNT", "TOTAL", "MEAN", "MIN", "MAX", "P50", "P90", "P95",
-                              "P99", "P99.9"]
+            assert len(l) <= 100 or (len(l[:names]) <= 100 and l[names - 2:names] == "  "), l
+    header = next(l for l in lines if l.endswith("NAME"))
+    assert header.split() == ["COUNT", "TOTAL", "SELF", "MEAN", "MIN", "MAX", "P50", "P90", "P95",
+                              "P99", "P99.9", "NAME"]
     assert any(l.startswith("STAGE") for l in lines)
 
 
@@ -212,8 +256,9 @@ def test_verdict_decode_bound(tmp):
     assert report_json(path)["verdict"] == v
     rc, out, _ = tracer("report", path, "--csv")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert rows and set(rows[0]) == {"group", "category", "count", "total_ns", "mean_ns", "min_ns",
-                                      "max_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns", "p999_ns"}
+    assert rows and set(rows[0]) == {"group", "category", "count", "total_ns", "self_ns", "mean_ns",
+                                      "min_ns", "max_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns",
+                                      "p999_ns"}
     assert {r["group"] for r in rows} >= {"decode_frame", "Wait on Input Queue", "op_resize"}
 
 
@@ -254,6 +299,11 @@ def test_percentiles_match_exact(tmp):
         for key, q in QUANTILES.items():
             exact = exact_quantile(d, q)
             assert abs(g[key] - exact) <= 0.01 * exact + 1, (g["group"], key, g[key], exact)
+    # self time: each span's duration less its direct children's, nesting found by brute force
+    self_ns = exact_self(evs)
+    for g in rep["groups"]:
+        assert g["self_ns"] == self_ns[g["group"]], (g["group"], g["self_ns"], self_ns[g["group"]])
+    assert any(g["self_ns"] < g["total_ns"] for g in rep["groups"])  # some spans nest
     # decode_frame against the pipeline's own log: every call, each span encloses its call
     calls = sorted(end - start for _, f, start, end, _ in gt["calls"] if f == "decode_frame")
     dec = next(g for g in rep["groups"] if g["group"] == "decode_frame")

@@ -39,6 +39,7 @@ struct report_group {
 	char *key;
 	char cat[32]; /* by name: the category of its first span */
 	uint64_t count, total_ns;
+	uint64_t self_ns; /* total less the time of the spans nested directly inside */
 	struct sketch sketch;
 	UT_hash_handle hh; /* in the report's table of groups */
 };

@@ -4,6 +4,7 @@
 #ifndef TRACER_REPORT_CTX_H
 #define TRACER_REPORT_CTX_H
 
+#include "analyze/cover.h"
 #include "analyze/report.h"
 #include "trace/trace_reader.h"
 
@@ -43,6 +44,7 @@ struct rthread {
 	bool known; /* a thread of the traced processes: named, or with spans */
 	uint64_t spans;
 	struct report_group *grp; /* --by thread / stage */
+	struct cover cover;	  /* its spans so far: self time */
 	/* pass 1 */
 	bool seen_sched, has_queue;
 	int64_t first_s, last_e; /* its spans' extent: its observed time without states */

@@ -371,7 +371,7 @@ static void write_groups(FILE *f, const struct report *r, const struct report_op
 	if (!r->ngroups)
 		fputs("<p>No spans.</p>\n", f);
 	fputs("<table id=\"span-table\">\n<tr><th>group</th><th>category</th><th>count</th>"
-	      "<th>total</th><th>mean</th><th>min</th><th>p50</th><th>p90</th><th>p99</th>"
+	      "<th>total</th><th title=\"total less the spans nested inside\">self</th><th>mean</th><th>min</th><th>p50</th><th>p90</th><th>p99</th>"
 	      "<th>p99.9</th><th>max</th></tr>\n",
 	      f);
 	for (size_t i = 0; i < n; i++) {
@@ -382,6 +382,7 @@ static void write_groups(FILE *f, const struct report *r, const struct report_op
 		fputs("</td><td>", f);
 		put_esc(f, o->by == BY_NAME ? g->cat : "");
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td>", g->count, dur(g->total_ns, w));
+		fprintf(f, "<td>%s</td>", dur(g->self_ns, w));
 		fprintf(f, "<td>%s</td>", dur(g->count ? g->total_ns / g->count : 0, w));
 		fprintf(f, "<td>%s</td>", dur(g->sketch.count ? g->sketch.min : 0, w));
 		for (size_t q = 0; q < sizeof(qs) / sizeof(qs[0]); q++)

@@ -34,10 +34,11 @@ struct report_group *group_get(struct ctx *c, const char *key, const char *cat)
 	return g;
 }
 
-static void group_add(struct report_group *g, uint64_t dur)
+static void group_add(struct report_group *g, uint64_t dur, uint64_t self)
 {
 	g->count++;
 	g->total_ns += dur;
+	g->self_ns += self;
 	sketch__add(&g->sketch, dur);
 }
 
@@ -80,6 +81,7 @@ void thread_free(struct rthread *t)
 	}
 	free(t->bq);
 	free(t->h);
+	cover__free(&t->cover);
 	group_free(t->grp);
 	free(t);
 }
@@ -154,7 +156,7 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 {
 	struct report *r = c->r;
 	int64_t s = ev->ts_ns, e = ev->ts_ns + ev->dur_ns;
-	uint64_t dur = ev->dur_ns;
+	uint64_t dur = ev->dur_ns, self = dur;
 	struct rthread *t = NULL;
 	struct report_group *g = NULL;
 	int cls = class_of(ev->cat);
@@ -185,6 +187,8 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 			t->pid = ev->pid;
 		t->has_queue |= cls == CAT_QUEUE;
 		heap_push(c, &(struct big_span){ ev->tid, s, e, (uint8_t)cls });
+		/* the spans it covers came before it (completion order): its children */
+		self = dur - cover__add(&t->cover, s, e);
 	}
 	if (dur < c->o->min_dur_ns)
 		return;
@@ -204,7 +208,7 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 		g = t->grp;
 		break;
 	}
-	group_add(g, dur);
+	group_add(g, dur, self);
 }
 
 static void p1_event(struct ctx *c, const struct trace_event *ev)

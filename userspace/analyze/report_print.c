@@ -69,7 +69,7 @@ static void csv_str(FILE *f, const char *s)
 static void print_table(FILE *f, const struct report *r, const struct report_opts *o)
 {
 	long nrows = rows(r, o);
-	char b[7 + NQ][32], name[32], w[64];
+	char b[7 + NQ][32], w[64];
 
 	fprintf(f, "%s: %" PRIu64 " span%s", o->path, r->spans, plural_s(r->spans));
 	if (r->incomplete)
@@ -83,19 +83,17 @@ static void print_table(FILE *f, const struct report *r, const struct report_opt
 		by_names[o->by], 100 * SKETCH_REL_ERR);
 	if (o->min_dur_ns)
 		fprintf(f, "; spans under %s left out", fmt_duration(o->min_dur_ns, w, sizeof(w)));
-	fprintf(f, "\n\n%-20s %8s %6s %6s %6s %6s %6s %6s %6s %6s %6s\n",
+	fprintf(f, "\nSELF: TOTAL less the time of the spans nested inside them\n\n"
+		   "%8s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s  %s\n",
+		"COUNT", "TOTAL", "SELF", "MEAN", "MIN", "MAX", "P50", "P90", "P95", "P99", "P99.9",
 		o->by == BY_NAME ? "NAME" : o->by == BY_CATEGORY ? "CATEGORY" :
-		o->by == BY_THREAD ? "THREAD" : "STAGE",
-		"COUNT", "TOTAL", "MEAN", "MIN", "MAX", "P50", "P90", "P95", "P99", "P99.9");
+		o->by == BY_THREAD ? "THREAD" : "STAGE");
+	/* the name last and whole, as perf prints symbols: two names never print the same */
 	for (long i = 0; i < nrows; i++) {
 		const struct report_group *g = r->groups[i];
 
-		if (strlen(g->key) > 20)
-			snprintf(name, sizeof(name), "%.17s...", g->key);
-		else
-			snprintf(name, sizeof(name), "%s", g->key);
-		fprintf(f, "%-20s %8" PRIu64 " %6s %6s %6s %6s", name, g->count,
-			fmt_duration(g->total_ns, b[0], 32),
+		fprintf(f, "%8" PRIu64 " %6s %6s %6s %6s %6s", g->count,
+			fmt_duration(g->total_ns, b[0], 32), fmt_duration(g->self_ns, b[6], 32),
 			fmt_duration(g->total_ns / g->count, b[1], 32),
 			fmt_duration(g->sketch.min, b[2], 32),
 			fmt_duration(g->sketch.max, b[3], 32));
@@ -104,7 +102,7 @@ static void print_table(FILE *f, const struct report *r, const struct report_opt
 
 			fprintf(f, " %6s", fmt_duration(v, b[4 + q], 32));
 		}
-		fputc('\n', f);
+		fprintf(f, "  %s\n", g->key);
 	}
 	if ((size_t)nrows < r->ngroups)
 		fprintf(f, "(%zu more; --top 0 shows all)\n", r->ngroups - nrows);
@@ -126,16 +124,17 @@ static void print_csv(FILE *f, const struct report *r, const struct report_opts 
 {
 	long nrows = rows(r, o);
 
-	fprintf(f, "group,category,count,total_ns,mean_ns,min_ns,max_ns,p50_ns,p90_ns,p95_ns,"
-		   "p99_ns,p999_ns\n");
+	fprintf(f, "group,category,count,total_ns,self_ns,mean_ns,min_ns,max_ns,p50_ns,p90_ns,"
+		   "p95_ns,p99_ns,p999_ns\n");
 	for (long i = 0; i < nrows; i++) {
 		const struct report_group *g = r->groups[i];
 
 		csv_str(f, g->key);
 		fputc(',', f);
 		csv_str(f, g->cat);
-		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, g->count,
-			g->total_ns, g->total_ns / g->count, g->sketch.min, g->sketch.max);
+		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+			g->count, g->total_ns, g->self_ns, g->total_ns / g->count, g->sketch.min,
+			g->sketch.max);
 		for (size_t q = 0; q < NQ; q++)
 			fprintf(f, ",%" PRIu64, sketch__quantile(&g->sketch, quantiles[q]));
 		fputc('\n', f);
@@ -165,9 +164,9 @@ static void print_json(FILE *f, const struct report *r, const struct report_opts
 			fputs(",\"category\":", f);
 			json_str(f, g->cat);
 		}
-		fprintf(f, ",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"mean_ns\":%" PRIu64
-			   ",\"min_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64,
-			g->count, g->total_ns, g->total_ns / g->count, g->sketch.min,
+		fprintf(f, ",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64
+			   ",\"mean_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64,
+			g->count, g->total_ns, g->self_ns, g->total_ns / g->count, g->sketch.min,
 			g->sketch.max);
 		for (size_t q = 0; q < NQ; q++)
 			fprintf(f, ",\"%s\":%" PRIu64, qnames[q],

@@ -37,12 +37,13 @@ static struct span_stats *stats_of(struct summary *s, const char *name, enum cat
 }
 
 void summary__span(struct summary *s, const char *name, enum category cat, uint64_t dur_ns,
-		   bool incomplete)
+		   uint64_t self_ns, bool incomplete)
 {
 	struct span_stats *st = stats_of(s, name, cat);
 
 	st->count++;
 	st->total_ns += dur_ns;
+	st->self_ns += self_ns;
 	st->incomplete += incomplete;
 	sketch__add(&st->sketch, dur_ns);
 }
@@ -58,26 +59,27 @@ static int by_total(const void *a, const void *b)
 static void print_spans(FILE *f, const struct summary *s)
 {
 	const struct span_stats **order = xcalloc(s->nnames, sizeof(*order));
-	char b[5][32], safe[4 * SPAN_NAME_LEN + 256];
+	char b[6][32], safe[4 * SPAN_NAME_LEN + 256];
 
 	for (size_t i = 0; i < s->nnames; i++)
 		order[i] = s->names[i];
 	qsort(order, s->nnames, sizeof(*order), by_total);
-	fprintf(f, "%-28s %-8s %9s %9s %9s %9s %9s %9s\n", "SPAN", "CATEGORY", "COUNT", "TOTAL",
-		"MEAN", "P50", "P99", "MAX");
+	/* SELF: less the spans nested inside; the name last and whole, as perf prints symbols */
+	fprintf(f, "%8s %8s %8s %8s %8s %8s %8s  %-8s  %s\n", "COUNT", "TOTAL", "SELF", "MEAN",
+		"P50", "P99", "MAX", "CATEGORY", "SPAN");
 	for (size_t i = 0; i < s->nnames; i++) {
 		const struct span_stats *st = order[i];
 
 		if (!st->count)
 			continue;
-		fprintf(f, "%-28.28s %-8s %9llu %9s %9s %9s %9s %9s\n",
-			printable(st->name, safe, sizeof(safe)),
-			category__name(st->cat), (unsigned long long)st->count,
-			fmt_duration(st->total_ns, b[0], 32),
+		fprintf(f, "%8llu %8s %8s %8s %8s %8s %8s  %-8s  %s\n",
+			(unsigned long long)st->count, fmt_duration(st->total_ns, b[0], 32),
+			fmt_duration(st->self_ns, b[5], 32),
 			fmt_duration(st->total_ns / st->count, b[1], 32),
 			fmt_duration(sketch__quantile(&st->sketch, 0.5), b[2], 32),
 			fmt_duration(sketch__quantile(&st->sketch, 0.99), b[3], 32),
-			fmt_duration(st->sketch.max, b[4], 32));
+			fmt_duration(st->sketch.max, b[4], 32), category__name(st->cat),
+			printable(st->name, safe, sizeof(safe)));
 	}
 	free(order);
 }

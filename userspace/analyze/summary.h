@@ -18,7 +18,7 @@
 struct span_stats {
 	char *name;
 	enum category cat;
-	uint64_t count, total_ns, incomplete;
+	uint64_t count, total_ns, self_ns, incomplete;
 	struct sketch sketch;
 	UT_hash_handle hh; /* summary.by_name */
 };
@@ -30,8 +30,9 @@ struct summary {
 };
 
 void summary__init(struct summary *s);
+/* self_ns: dur_ns less the time of the spans nested inside it */
 void summary__span(struct summary *s, const char *name, enum category cat, uint64_t dur_ns,
-		   bool incomplete);
+		   uint64_t self_ns, bool incomplete);
 /* counters: the BPF counters summed over CPUs (CNT_MAX entries). */
 void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
 		    uint64_t wall_ns, const uint64_t *counters);

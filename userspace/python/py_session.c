@@ -66,7 +66,7 @@ static void on_span(void *ctx, int pid, int tid, const struct py_open *o, uint64
 	trace_writer__span(s->writer, &r, code->qualname, "python", args);
 	s->nspans++;
 	if (s->ops && s->ops->span)
-		s->ops->span(s->ctx, code->qualname, end - o->start, incomplete);
+		s->ops->span(s->ctx, code->qualname, &r);
 }
 
 static const struct py_spans_ops spans_ops = { .opened = on_opened, .span = on_span };

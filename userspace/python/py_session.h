@@ -21,8 +21,8 @@ struct trace_writer;
 struct py_session;
 
 struct py_session_ops {
-	/* Every finished Python span, for the summary: name and duration. */
-	void (*span)(void *ctx, const char *name, uint64_t dur_ns, bool incomplete);
+	/* Every finished Python span, for the summary, as written to the trace. */
+	void (*span)(void *ctx, const char *name, const struct span_rec *r);
 	/* Python's name for a thread (threading.Thread.name) was read. */
 	void (*thread_name)(void *ctx, int pid, int tid, const char *name);
 };

@@ -151,6 +151,7 @@ static void bind_flow(struct consumer *c, struct thread *t, const struct span_re
 static void on_span(struct consumer *c, const struct span_rec *r, const struct span_capture *cap)
 {
 	bool incomplete = r->flags & SPAN_INCOMPLETE;
+	uint64_t dur = r->end_ns - r->start_ns;
 	const struct probe *p;
 	const char *name;
 	struct thread *t;
@@ -179,11 +180,13 @@ static void on_span(struct consumer *c, const struct span_rec *r, const struct s
 	}
 	t = thread_of(c, r->pid, r->tid);
 	t->spans++;
+	/* nested or overlapping queue spans count once */
 	if (p->cat == CAT_QUEUE)
-		t->queue_ns += r->end_ns - r->start_ns;
+		t->queue_ns += dur - cover__add(&t->queue_cover, r->start_ns, r->end_ns);
 	if (c->flows)
 		bind_flow(c, t, r);
-	summary__span(&c->summary, name, p->cat, r->end_ns - r->start_ns, incomplete);
+	summary__span(&c->summary, name, p->cat, dur,
+		      dur - cover__add(&t->cover, r->start_ns, r->end_ns), incomplete);
 	trace_writer__span(c->writer, r, name, category__name(p->cat), args);
 }
 
@@ -270,16 +273,21 @@ static void on_task(struct consumer *c, const struct task_rec *r)
 		if (c->py)
 			py_session__thread_exit(c->py, r->pid, r->tid, r->ts);
 		thread__set_state(t, t->state, r->ts);
+		thread__forget_spans(t);
 		t->exited = true;
 		break;
 	}
 }
 
-static void py_span(void *ctx, const char *name, uint64_t dur_ns, bool incomplete)
+static void py_span(void *ctx, const char *name, const struct span_rec *r)
 {
 	struct consumer *c = ctx;
+	struct thread *t = thread_of(c, r->pid, r->tid);
+	uint64_t dur = r->end_ns - r->start_ns;
 
-	summary__span(&c->summary, name, CAT_PYTHON, dur_ns, incomplete);
+	summary__span(&c->summary, name, CAT_PYTHON, dur,
+		      dur - cover__add(&t->cover, r->start_ns, r->end_ns),
+		      r->flags & SPAN_INCOMPLETE);
 }
 
 /* Python's name for a thread wins over the kernel's (threads of a pool all share a comm). */

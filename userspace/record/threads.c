@@ -15,6 +15,8 @@ void threads__init(struct threads *ts)
 
 void threads__free(struct threads *ts)
 {
+	for (uint32_t i = 0; i < ts->cap; i++)
+		thread__forget_spans(&ts->v[i]);
 	free(ts->v);
 	ts->v = NULL;
 	ts->cap = ts->cnt = 0;
@@ -65,6 +67,12 @@ const struct thread *threads__find(const struct threads *ts, int tid)
 		return NULL;
 	t = slot(ts->v, ts->cap, tid);
 	return t->tid ? t : NULL;
+}
+
+void thread__forget_spans(struct thread *t)
+{
+	cover__free(&t->cover);
+	cover__free(&t->queue_cover);
 }
 
 void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts)

@@ -4,6 +4,7 @@
 #ifndef TRACER_THREADS_H
 #define TRACER_THREADS_H
 
+#include "analyze/cover.h"
 #include "events.h"
 
 #include <stdbool.h>
@@ -30,6 +31,7 @@ struct thread {
 	uint64_t first_seen, last_seen;
 	uint64_t state_ns[TS_MAX];
 	uint64_t queue_ns; /* inside queue-category spans */
+	struct cover cover, queue_cover; /* its spans, its queue spans so far (analyze/cover.h) */
 	uint64_t spans;
 	/* A wake-up by a traced thread inside a span, waiting to be drawn as an arrow to this
 	 * thread's span at or after flow_ns. */
@@ -50,6 +52,8 @@ struct thread *threads__get(struct threads *ts, int pid, int tid);
 /* The thread with this tid, or NULL. */
 const struct thread *threads__find(const struct threads *ts, int tid);
 /* Moves a thread to a new state at ts, adding the time spent in the previous one. */
+/* Frees what the thread keeps of its spans (an exited thread has no more). */
+void thread__forget_spans(struct thread *t);
 void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts);
 /* The other side of a switch may be any process: say which sides are traced. A thread switched
  * out twice, or in twice, lost a switch between (the kernel skipped the program, recursing):
