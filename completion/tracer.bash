@@ -7,7 +7,7 @@
 # their command names, PACK: the packs folder's packs, FILE or F: files, SPEC: probe
 # categories) or the choices its synopsis lists ("[--by name|category|thread|stage]").
 
-_tracer_subcommands="record list packs report merge export repair help"
+_tracer_subcommands="record top list packs report merge export repair help"
 
 # The tracer being completed (as typed: tracer, ./tracer, /usr/local/bin/tracer).
 _tracer_bin()
@@ -173,7 +173,8 @@ _tracer()
 		return 0
 	done
 
-	mapfile -t opts < <(_tracer_options "$sub")
+	# top takes a recording's options
+	mapfile -t opts < <(_tracer_options "${sub/#top/record}")
 	# the value of an option that takes one (choices first: they are more precise)
 	for i in "${opts[@]}" ; do
 		opt=${i% *}

@@ -84,6 +84,55 @@ static void print_spans(FILE *f, const struct summary *s)
 	free(order);
 }
 
+/* The live view: the work first, then the waits (queue spans: many threads wait at once);
+ * each by self time since the last call, then since the start. */
+static int by_recent_self(const void *a, const void *b)
+{
+	const struct span_stats *x = *(const struct span_stats *const *)a;
+	const struct span_stats *y = *(const struct span_stats *const *)b;
+	uint64_t rx = x->self_ns - x->shown_self_ns, ry = y->self_ns - y->shown_self_ns;
+
+	if ((x->cat == CAT_QUEUE) != (y->cat == CAT_QUEUE))
+		return x->cat == CAT_QUEUE ? 1 : -1;
+	if (rx != ry)
+		return rx < ry ? 1 : -1;
+	return x->self_ns < y->self_ns ? 1 : x->self_ns > y->self_ns ? -1 : 0;
+}
+
+void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, size_t rows)
+{
+	const struct span_stats **order = xcalloc(s->nnames + 1, sizeof(*order));
+	char b[3][32], safe[4 * SPAN_NAME_LEN + 256];
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nnames; i++)
+		if (s->names[i]->count)
+			order[n++] = s->names[i];
+	qsort(order, n, sizeof(*order), by_recent_self);
+	/* RATE and SELF% over the last interval (SELF% of one CPU); the rest since the start.
+	 * Narrow enough to leave an 80-column window room for the names. */
+	fprintf(f, "%8s %6s %8s %8s %8s %8s  %s\n", "RATE/s", "SELF%", "COUNT", "SELF", "P50",
+		"P99", "SPAN");
+	for (size_t i = 0; i < n && i < rows; i++) {
+		const struct span_stats *st = order[i];
+		double secs = interval_ns ? interval_ns / 1e9 : 1;
+
+		fprintf(f, "%8.0f %5.1f%% %8llu %8s %8s %8s  %s\n", (st->count - st->shown_count) / secs,
+			100.0 * (st->self_ns - st->shown_self_ns) / (secs * 1e9),
+			(unsigned long long)st->count, fmt_duration(st->self_ns, b[0], 32),
+			fmt_duration(sketch__quantile(&st->sketch, 0.5), b[1], 32),
+			fmt_duration(sketch__quantile(&st->sketch, 0.99), b[2], 32),
+			printable(st->name, safe, sizeof(safe)));
+	}
+	if (!n)
+		fprintf(f, "(no spans yet)\n");
+	for (size_t i = 0; i < s->nnames; i++) {
+		s->names[i]->shown_count = s->names[i]->count;
+		s->names[i]->shown_self_ns = s->names[i]->self_ns;
+	}
+	free(order);
+}
+
 static int by_pid_tid(const void *a, const void *b)
 {
 	const struct thread *x = *(const struct thread *const *)a;
@@ -176,8 +225,9 @@ static void print_threads(FILE *f, const struct threads *ts)
 
 /* The pipeline's stages and the verdict, as `tracer report` prints them. The recorder knows the
  * time inside queue spans, not its state: queue spans are waits, so it is counted as waiting
- * (thread_time__from_states). */
-static void print_stages(FILE *f, const struct threads *ts)
+ * (thread_time__from_states). now: the live view's present, counted in each thread's current
+ * state (0 once the threads are finished). */
+void summary__print_stages(FILE *f, const struct threads *ts, uint64_t now)
 {
 	struct thread_time *tt = xcalloc(ts->cnt + 1, sizeof(*tt));
 	char (*names)[4 * COMM_LEN + 8] = xcalloc(ts->cnt + 1, sizeof(*names));
@@ -187,6 +237,7 @@ static void print_stages(FILE *f, const struct threads *ts)
 
 	for (uint32_t i = 0; i < ts->cap; i++) {
 		const struct thread *t = &ts->v[i];
+		uint64_t ns[TS_MAX];
 
 		if (!t->tid)
 			continue;
@@ -194,9 +245,11 @@ static void print_stages(FILE *f, const struct threads *ts)
 		tt[n].pid = t->pid;
 		tt[n].tid = t->tid;
 		tt[n].spans = t->spans;
-		thread_time__from_states(&tt[n++], t->state_ns[TS_RUNNING],
-					 t->state_ns[TS_RUNNABLE], t->state_ns[TS_SLEEPING],
-					 t->state_ns[TS_BLOCKED], t->queue_ns);
+		memcpy(ns, t->state_ns, sizeof(ns));
+		if (now > t->since && t->state != TS_UNKNOWN && !t->exited)
+			ns[t->state] += now - t->since;
+		thread_time__from_states(&tt[n++], ns[TS_RUNNING], ns[TS_RUNNABLE],
+					 ns[TS_SLEEPING], ns[TS_BLOCKED], t->queue_ns);
 	}
 	if (!stages__from_threads(tt, n, &st, &nst)) {
 		fputc('\n', f);
@@ -226,7 +279,7 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 	fprintf(f, ".\n\n");
 	print_spans(f, s);
 	print_threads(f, threads);
-	print_stages(f, threads);
+	summary__print_stages(f, threads, 0);
 	if (c[CNT_LOST_SPAN] || lost_sched)
 		fprintf(f, "\nLOST: %llu spans and %llu scheduler events (ring buffer full: "
 			   "raise --buffer-size or --min-dur).\n",

@@ -19,6 +19,7 @@ struct span_stats {
 	char *name;
 	enum category cat;
 	uint64_t count, total_ns, self_ns, incomplete;
+	uint64_t shown_count, shown_self_ns; /* as the live view last showed them */
 	struct sketch sketch;
 	UT_hash_handle hh; /* summary.by_name */
 };
@@ -36,6 +37,13 @@ void summary__span(struct summary *s, const char *name, enum category cat, uint6
 /* counters: the BPF counters summed over CPUs (CNT_MAX entries). */
 void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
 		    uint64_t wall_ns, const uint64_t *counters);
+/* The stages and the verdict; now: the present of a live view (0 when the threads are
+ * finished). */
+void summary__print_stages(FILE *f, const struct threads *threads, uint64_t now);
+/* The live view's span table, at most rows: the work, then the waits, each with the most self
+ * time over the interval since the last call first, with its rate; totals and percentiles since
+ * the start. */
+void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, size_t rows);
 void summary__free(struct summary *s);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 int cmd_record(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_packs(int argc, char **argv);
 int cmd_report(int argc, char **argv);

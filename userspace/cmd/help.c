@@ -10,6 +10,7 @@
 const struct command commands[] = {
 	{ "record", cmd_record,
 	  "attach, record spans and scheduler states into a Chrome trace, print a summary" },
+	{ "top", cmd_top, "a live view: stages, verdict and the hottest spans, every second" },
 	{ "list", cmd_list, "functions that can be probed, and what a probe on each costs" },
 	{ "packs", cmd_packs, "the probe packs, and which apply to a process" },
 	{ "report", cmd_report,

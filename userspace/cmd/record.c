@@ -72,6 +72,26 @@ static const char usage_text[] =
 	"  sudo tracer -o run.json -- ffmpeg -i in.mp4 -f null -\n"
 	"  sudo tracer -a -u 'decode:libavcodec.so.*:avcodec_send_packet' -d 10\n";
 
+static const char top_usage_text[] =
+	"Usage: tracer top -p PID[,PID...] [options]\n"
+	"       tracer top [options] -- COMMAND [ARGS...]\n"
+	"\n"
+	"A recording shown live, redrawn every second like perf top and py-spy top: the\n"
+	"pipeline's stages with their running, runnable, queue-wait, blocked and idle shares, the\n"
+	"verdict, and the spans with the most self time in the last second (their rate, and their\n"
+	"totals and percentiles since the start). q or Ctrl-C quits. It fits any terminal size and\n"
+	"writes no file unless -o is given; piped, it prints a frame every second.\n"
+	"\n"
+	"\n"
+	"Examples:\n"
+	"  sudo tracer top -p $(pidof ffmpeg)\n"
+	"  sudo tracer top -p 1234 -P pipeline -o run.json\n"
+	"\n"
+	"It takes the options of a recording:\n";
+
+/* -h prints the usage of the command that parses: record's or top's */
+static const char *help_text = usage_text;
+
 static int parse_pids(struct record_opts *o, const char *arg)
 {
 	char *copy = xstrdup(arg), *save = NULL;
@@ -184,7 +204,10 @@ static int record_option(int c, struct record_opts *o, char **argv)
 		verbosity = VERB_DEBUG;
 		return 0;
 	case 'h':
-		fputs(usage_text, stdout);
+		if (help_text != usage_text) /* top: its text, then the options it shares */
+			fputs(help_text, stdout);
+		fputs(help_text != usage_text ? strstr(usage_text, "\nTarget:") + 1 : usage_text,
+		      stdout);
 		exit(0);
 	case 'V':
 		printf("tracer %s\n", TRACER_VERSION);
@@ -253,9 +276,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 	return check_target(argc, argv, o);
 }
 
-int cmd_record(int argc, char **argv)
+static int run(int argc, char **argv, bool top)
 {
-	struct record_opts opts = { 0 };
+	struct record_opts opts = { .top = top };
 	int ret;
 
 	ret = parse_record(argc, argv, &opts);
@@ -265,5 +288,16 @@ int cmd_record(int argc, char **argv)
 	free(opts.pids);
 	free(opts.packs);
 	return ret;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	help_text = top_usage_text;
+	return run(argc, argv, true);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	return run(argc, argv, false);
 }
 

@@ -259,6 +259,11 @@ int recording__finish(struct recording *r)
 		return err;
 	}
 	warn_never_matched(r);
+	if (r->opts->top) { /* the live view was the summary */
+		if (r->opts->output)
+			pr_info("wrote %s (stopped: %s)", trace_name(r), r->stop_reason);
+		return 0;
+	}
 	if (verbosity >= VERB_NORMAL)
 		summary__print(stderr, &r->consumer.summary, &r->consumer.threads, r->end - r->t0,
 			       counters);

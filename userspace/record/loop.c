@@ -43,6 +43,17 @@ int recording__setup_loop(struct recording *r)
 	return 0;
 }
 
+/* tracer top: the live view takes the terminal, and its keys come in with the other events. */
+void recording__start_top(struct recording *r)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)EV_KEY };
+
+	top__start(&r->top);
+	if (r->top.raw_keys)
+		epoll_ctl(r->epfd, EPOLL_CTL_ADD, STDIN_FILENO, &ev);
+	top__draw(&r->top, r, now_ns());
+}
+
 /* Everything in the ring buffer now, past the consume budget. */
 void recording__drain(struct recording *r)
 {
@@ -148,6 +159,8 @@ static void every_tick(struct recording *r, uint64_t now)
 	r->last_tick = now;
 	if (r->py.session)
 		py_session__refresh_names(r->py.session);
+	if (r->top.on)
+		top__draw(&r->top, r, now);
 	if (!r->status.on)
 		return;
 	status__update(&r->status, now, now - r->t0, counters[CNT_SPANS], r->consumer.threads.cnt,
@@ -212,6 +225,9 @@ void recording__event_loop(struct recording *r)
 				if (tracked__rescan(&r->tracked, r->err, sizeof(r->err)) < 0)
 					pr_warn("%s", r->err);
 				every_tick(r, now_ns());
+			} else if (id == EV_KEY) {
+				if (top__key(&r->top))
+					r->stop_reason = "q";
 			} else if (id > 0) {
 				target_exited(r, id);
 			}

@@ -180,11 +180,15 @@ int record__run(struct record_opts *opts)
 		r.writer = NULL;
 	} else if (!err) {
 		announce(&r);
-		status__init(&r.status, verbosity < VERB_NORMAL);
+		status__init(&r.status, verbosity < VERB_NORMAL || opts->top);
+		if (opts->top)
+			recording__start_top(&r);
 		recording__event_loop(&r);
 		status__clear(&r.status);
+		top__stop(&r.top);
 		err = recording__finish(&r);
 	}
+	top__stop(&r.top); /* whatever failed: the terminal as it was */
 	cleanup(&r);
 	if (r.launched && err) {
 		kill(r.launched, SIGKILL); /* not traced as asked: do not let it run */

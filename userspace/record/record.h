@@ -28,6 +28,7 @@ struct record_opts {
 	uint64_t max_size; /* bytes; 0: no limit */
 	bool no_python;	   /* no Python frames, even in a CPython target */
 	unsigned int py_hz; /* the on-CPU tick that reads Python stacks */
+	bool top;	    /* tracer top: a live view; a file only with -o */
 };
 
 /* Returns the process exit status: 0 recorded, 1 failed; in launch mode, the command's. */

@@ -9,6 +9,7 @@
 #include "record/overhead.h"
 #include "record/record.h"
 #include "record/status.h"
+#include "record/top.h"
 #include "record/tracked.h"
 #include "python/py_record.h"
 #include "trace/trace_writer.h"
@@ -22,7 +23,7 @@
 #define POLL_MS 10 /* the reader's timer; BPF wakes it earlier when the ring fills */
 
 /* epoll data of the fds that are not a target's pidfd (those carry the pid) */
-enum { EV_SIGNAL = -1, EV_TIMER = -2, EV_RING = -3 };
+enum { EV_SIGNAL = -1, EV_TIMER = -2, EV_RING = -3, EV_KEY = -4 };
 #define RESCAN_TICKS (500 / POLL_MS) /* look for libraries loaded since: every 500 ms */
 
 struct recording {
@@ -53,6 +54,7 @@ struct recording {
 	int forward_signal; /* a signal sent to tracer alone (kill, not the terminal): the
 			    * launched command gets it too */
 	struct status status;
+	struct top top; /* tracer top's live view */
 	bool warned_size;
 	uint64_t lost_marked, last_tick; /* records lost, as the trace shows them so far */
 	int epfd, sigfd, timerfd;
@@ -84,6 +86,7 @@ void recording__drain(struct recording *r);
 void recording__read_counters(struct recording *r, uint64_t *out);
 void recording__mark_losses(struct recording *r, uint64_t now, const uint64_t *c);
 void recording__event_loop(struct recording *r);
+void recording__start_top(struct recording *r);
 int recording__handle_record(void *ctx, void *data, size_t size);
 
 /* finish.c */

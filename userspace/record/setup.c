@@ -8,6 +8,7 @@
 #include "tracer.skel.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,9 +319,13 @@ int recording__open_output(struct recording *r)
 
 	if (r->opts->output)
 		snprintf(r->path, sizeof(r->path), "%s", r->opts->output);
+	else if (r->opts->top) /* a live view writes nothing unless asked */
+		snprintf(r->path, sizeof(r->path), "/dev/null");
 	else
 		default_output(r);
-	fd = trace_file__create(r->path, r->err, sizeof(r->err));
+	fd = r->opts->top && !r->opts->output
+		     ? open("/dev/null", O_WRONLY | O_CLOEXEC)
+		     : trace_file__create(r->path, r->err, sizeof(r->err));
 	if (fd < 0) {
 		pr_err("%s", r->err);
 		return fd;
