@@ -3,10 +3,11 @@
 a sample (numpy work), a DataLoader with 2 persistent worker processes, and a small CNN under
 torch.inference_mode() in the main process. Runs BATCHES batches and prints what it did.
 
-    /usr/bin/python3 py_torch_loader.py [BATCHES] [--wait-signal]
+    /usr/bin/python3 py_torch_loader.py [BATCHES] [--wait-signal] [--slow-data]
 
 With --wait-signal it prints "ready PID" once torch is imported and the model built, and starts
-on SIGUSR1 (for a tracer attached by pid to count every batch).
+on SIGUSR1 (for a tracer attached by pid to count every batch). With --slow-data each sample takes
+ten times the decoding: the workers cannot keep up and the model waits for its batches.
 """
 import os
 import signal
@@ -28,10 +29,13 @@ class Frames(Dataset):
         return augment(decode_sample(i))
 
 
+PASSES = 120 if "--slow-data" in sys.argv else 12
+
+
 def decode_sample(i):
     rng = np.random.default_rng(i)
     img = rng.integers(0, 255, (3, 128, 128), dtype=np.uint8)
-    for _ in range(12):  # a stand-in for JPEG decoding: a few passes over the pixels
+    for _ in range(PASSES):  # a stand-in for JPEG decoding: a few passes over the pixels
         img = np.sort(img, axis=2)
     return img
 
@@ -59,7 +63,7 @@ def infer(model, batch):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--wait-signal"]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
     batches = int(args[0]) if args else 60
     torch.set_num_threads(1)
     model = Net().eval()

@@ -162,6 +162,53 @@ static void test_threads_told_apart(void)
 	free(s);
 }
 
+/* PyTorch's DataLoader: workers named by their role (their Python runs _worker_loop), the
+ * main process waiting in Queue.get; a BLAS pool thread spinning in sched_yield (busy, no
+ * spans) is not the bound while the traced work is saturated; a multiprocessing feeder thread
+ * always waits and is never the evidence. */
+static void test_dataloader(void)
+{
+	struct thread_time t[] = {
+		tt("MainThread", 100, 50, 800, 0, 50), tt("MainThread", 950, 50, 0, 0, 0),
+		tt("MainThread", 900, 80, 0, 0, 20),   tt("python3", 300, 700, 0, 0, 0),
+		tt("QueueFeederThread", 5, 5, 990, 0, 0),
+	};
+	char names[5][STAGE_NAME_LEN];
+
+	for (int i = 0; i < 5; i++)
+		t[i].spans = i == 3 ? 0 : 10;
+	t[0].pid = t[0].tid = 40;
+	t[1].pid = t[1].tid = 41;
+	t[2].pid = t[2].tid = 42;
+	t[3].pid = 40, t[3].tid = 43;
+	t[4].pid = 41, t[4].tid = 44;
+	t[1].role = t[2].role = stage__python_role("_worker_loop");
+	t[4].role = stage__python_role("Queue._feed");
+	CHECK(stages__names(t, 5, names) == 0);
+	CHECK_STR(names[0], "MainThread");
+	CHECK_STR(names[1], "DataLoader worker pid 41");
+	CHECK_STR(names[4], "queue feeder pid 41");
+	CHECK(starts(verdict(t, 5, 2), "bottleneck: DataLoader worker pid 41 — busy 100% of wall "
+				       "time (running 95%, runnable 5%); waiting on queues: MainThread "
+				       "80%; the data loader bounds the model"));
+	/* the workers idle, the model busy: the main process, not the spinning pool thread */
+	t[0] = tt("MainThread", 900, 50, 0, 0, 50);
+	t[1] = tt("MainThread", 100, 0, 900, 0, 0);
+	t[2] = tt("MainThread", 100, 0, 900, 0, 0);
+	t[0].spans = t[1].spans = t[2].spans = 10;
+	t[0].pid = t[0].tid = 40;
+	t[1].pid = t[1].tid = 41;
+	t[2].pid = t[2].tid = 42;
+	t[1].role = t[2].role = stage__python_role("_worker_loop");
+	CHECK(starts(verdict(t, 5, 2), "bottleneck: MainThread — busy 95%"));
+	/* without spans anywhere, the busiest thread is all there is */
+	for (int i = 0; i < 5; i++)
+		t[i].spans = 0;
+	CHECK(starts(verdict(t, 5, 2), "bottleneck: python3 — busy 100%"));
+	CHECK(stage__python_wait("Queue.get") && stage__python_wait("Condition.wait"));
+	CHECK(!stage__python_wait("decode_batch") && !stage__python_role("main"));
+}
+
 static void test_verdicts(void)
 {
 	/* the sample pipeline, decode-bound: decoders busy, everyone else waits */
@@ -517,6 +564,7 @@ int main(void)
 	RUN(test_from_states);
 	RUN(test_grouping);
 	RUN(test_threads_told_apart);
+	RUN(test_dataloader);
 	RUN(test_verdicts);
 	RUN(test_print_width);
 	RUN(test_percentiles_exact);

@@ -35,6 +35,7 @@ static void thread_result(struct ctx *c, struct rthread *t, struct thread_time *
 	out->name = t->name[0] ? t->name : NULL;
 	out->pid = t->pid;
 	out->tid = t->tid;
+	out->role = t->role;
 	out->spans = t->spans;
 	for (int k = 0; k < CAT_MAX; k++)
 		out->cat_ns[k] = len[k];
@@ -81,10 +82,17 @@ static int by_tid(const void *a, const void *b)
 }
 
 /* --by thread / stage: the per-thread groups, labelled or merged. */
-static void thread_groups(struct ctx *c)
+/* --by thread or stage: the threads' groups merged under their names. known[i] is the thread
+ * of r->threads[i]; a stage is named as the stage table names it. */
+static void thread_groups(struct ctx *c, struct rthread **known, size_t n)
 {
+	char(*stage)[STAGE_NAME_LEN] = xcalloc(n + 1, sizeof(*stage));
 	struct rthread *t, *tmp;
 
+	if (c->o->by == BY_STAGE && stages__names(c->r->threads, n, stage))
+		n = 0;
+	for (size_t i = 0; i < n; i++)
+		known[i]->stage = stage[i];
 	HASH_ITER(hash, c->threads, t, tmp) {
 		struct report_group *g;
 		char label[96];
@@ -97,14 +105,20 @@ static void thread_groups(struct ctx *c)
 			else
 				snprintf(label, sizeof(label), "%s (%" PRId64 ")",
 					 t->name[0] ? t->name : "?", t->tid);
+		} else if (t->stage) {
+			snprintf(label, sizeof(label), "%s", t->stage);
 		} else {
 			stage__fold(t->name[0] ? t->name : "(unnamed)", label, sizeof(label));
 		}
 		g = group_get(c, label, "");
 		g->count += t->grp->count;
 		g->total_ns += t->grp->total_ns;
+		g->self_ns += t->grp->self_ns;
 		sketch__merge(&g->sketch, &t->grp->sketch);
 	}
+	HASH_ITER(hash, c->threads, t, tmp)
+		t->stage = NULL;
+	free(stage);
 }
 
 int report__run(struct report *r, const struct report_opts *o, char *err, size_t errlen)
@@ -160,7 +174,7 @@ int report__run(struct report *r, const struct report_opts *o, char *err, size_t
 	}
 	stages__verdict(r->verdict, sizeof(r->verdict), r->stages, r->nstages, r->cpus);
 	if (o->by == BY_THREAD || o->by == BY_STAGE)
-		thread_groups(c);
+		thread_groups(c, known, n);
 	r->groups = xcalloc(HASH_COUNT(c->groups) + 1, sizeof(*r->groups));
 	HASH_ITER(hh, c->groups, g, gtmp)
 		r->groups[r->ngroups++] = g;

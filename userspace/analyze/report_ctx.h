@@ -45,6 +45,8 @@ struct rthread {
 	uint64_t spans;
 	struct report_group *grp; /* --by thread / stage */
 	struct cover cover;	  /* its spans so far: self time */
+	const char *role;	  /* stage__python_role */
+	const char *stage;	  /* --by stage: its stage's name, while the groups are merged */
 	/* pass 1 */
 	bool seen_sched, has_queue;
 	int64_t first_s, last_e; /* its spans' extent: its observed time without states */
@@ -96,7 +98,8 @@ struct ctx {
 
 /* report_pass1.c: the groups and threads tables, and pass 1 */
 struct rthread *thread_get(struct ctx *c, int64_t tid);
-int class_of(const char *cat);
+/* A span's class: its category, with Python's waits (stage__python_wait) as queue spans. */
+int class_of(const struct trace_event *ev);
 struct report_group *group_get(struct ctx *c, const char *key, const char *cat);
 void group_free(struct report_group *g);
 struct rthread *thread_find(struct ctx *c, int64_t tid);

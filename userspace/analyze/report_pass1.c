@@ -86,11 +86,13 @@ void thread_free(struct rthread *t)
 	free(t);
 }
 
-int class_of(const char *cat)
+int class_of(const struct trace_event *ev)
 {
 	enum category k;
 
-	return category__parse(cat, &k) ? CAT_OTHER : (int)k;
+	if (category__parse(ev->cat, &k))
+		return CAT_OTHER;
+	return k == CAT_PYTHON && stage__python_wait(ev->name) ? CAT_QUEUE : (int)k;
 }
 
 /* ---- pass 1 ------------------------------------------------------------------------------ */
@@ -159,7 +161,7 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 	uint64_t dur = ev->dur_ns, self = dur;
 	struct rthread *t = NULL;
 	struct report_group *g = NULL;
-	int cls = class_of(ev->cat);
+	int cls = class_of(ev);
 
 	r->spans++;
 	r->incomplete += is_incomplete(ev);
@@ -186,6 +188,8 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 		if (ev->has_pid)
 			t->pid = ev->pid;
 		t->has_queue |= cls == CAT_QUEUE;
+		if (!strcmp(ev->cat, "python") && stage__python_role(ev->name))
+			t->role = stage__python_role(ev->name);
 		heap_push(c, &(struct big_span){ ev->tid, s, e, (uint8_t)cls });
 		/* the spans it covers came before it (completion order): its children */
 		self = dur - cover__add(&t->cover, s, e);

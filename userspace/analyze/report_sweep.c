@@ -330,7 +330,7 @@ static void p2_span(struct ctx *c, const struct trace_event *ev)
 {
 	int64_t s = ev->ts_ns, e = ev->ts_ns + ev->dur_ns;
 	struct rthread *t = thread_find(c, ev->tid);
-	int cls = class_of(ev->cat);
+	int cls = class_of(ev);
 
 	if (e > c->glob_e)
 		c->glob_e = e;

@@ -34,6 +34,29 @@ void thread_time__from_states(struct thread_time *t, uint64_t running, uint64_t 
 	t->has_states = true;
 }
 
+bool stage__python_wait(const char *q)
+{
+	static const char *const waits[] = {
+		"Queue.get",	   "Queue.put",	       "SimpleQueue.get", "Condition.wait",
+		"Condition.wait_for", "Event.wait",   "Semaphore.acquire", "Barrier.wait",
+		"Connection.recv", "Connection.poll", "Connection.recv_bytes",
+	};
+
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
+		if (!strcmp(q, waits[i]))
+			return true;
+	return false;
+}
+
+const char *stage__python_role(const char *q)
+{
+	if (!strcmp(q, "_worker_loop")) /* torch.utils.data._utils.worker */
+		return "DataLoader worker";
+	if (!strcmp(q, "Queue._feed")) /* multiprocessing: sends what put() queued */
+		return HELPER_QUEUE_FEEDER;
+	return NULL;
+}
+
 static bool is_digit(char c)
 {
 	return c >= '0' && c <= '9';
@@ -116,14 +139,16 @@ static void stage_key(const struct thread_time *t, size_t n, char (*folded)[48],
 	bool alone = false, other_pid = false;
 
 	for (size_t k = 0; k < n; k++) {
-		if (k == i || strcmp(folded[i], folded[k]))
+		if (k == i || strcmp(folded[i], folded[k]) || t[k].role) /* named by its role */
 			continue;
 		if (t[k].pid != t[i].pid)
 			other_pid = true;
 		else if (thread_busy(&t[i]) >= SATURATED && thread_busy(&t[k]) < SATURATED)
 			alone = true;
 	}
-	if (alone)
+	if (t[i].role) /* a DataLoader worker's thread is MainThread, as the main one's */
+		snprintf(key, len, "%s pid %d", t[i].role, t[i].pid);
+	else if (alone)
 		snprintf(key, len, "%s tid %d", folded[i], t[i].tid);
 	else if (other_pid) /* python3 main process and its workers: apart */
 		snprintf(key, len, "%s pid %d", folded[i], t[i].pid);
@@ -131,27 +156,38 @@ static void stage_key(const struct thread_time *t, size_t n, char (*folded)[48],
 		snprintf(key, len, "%s", folded[i]);
 }
 
+int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])
+{
+	char(*folded)[48] = calloc(n ? n : 1, sizeof(*folded));
+
+	if (!folded)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		stage__fold(t[i].name && t[i].name[0] ? t[i].name : "(unnamed)", folded[i],
+			    sizeof(folded[i]));
+	for (size_t i = 0; i < n; i++)
+		stage_key(t, n, folded, i, names[i], STAGE_NAME_LEN);
+	free(folded);
+	return 0;
+}
+
 int stages__from_threads(const struct thread_time *t, size_t n, struct stage_stats **out,
 			 size_t *nout)
 {
 	struct stage_stats *v = calloc(n ? n : 1, sizeof(*v));
-	char(*folded)[48] = calloc(n ? n : 1, sizeof(*folded));
+	char(*names)[STAGE_NAME_LEN] = calloc(n ? n : 1, sizeof(*names));
 	size_t cnt = 0;
 
-	if (!v || !folded) {
+	if (!v || !names || stages__names(t, n, names)) {
 		free(v);
-		free(folded);
+		free(names);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++)
-		stage__fold(t[i].name && t[i].name[0] ? t[i].name : "(unnamed)", folded[i],
-			    sizeof(folded[i]));
 	for (size_t i = 0; i < n; i++) {
-		char name[sizeof(v->name)];
+		const char *name = names[i];
 		struct stage_stats *s = NULL;
 		uint64_t wall = thread_time__wall(&t[i]);
 
-		stage_key(t, n, folded, i, name, sizeof(name));
 		for (size_t k = 0; k < cnt && !s; k++)
 			if (!strcmp(v[k].name, name))
 				s = &v[k];
@@ -173,31 +209,47 @@ int stages__from_threads(const struct thread_time *t, size_t n, struct stage_sta
 			s->cat_ns[c] += t[i].cat_ns[c];
 		s->has_states |= t[i].has_states;
 	}
-	free(folded);
+	free(names);
 	qsort(v, cnt, sizeof(*v), by_busy);
 	*out = v;
 	*nout = cnt;
 	return 0;
 }
 
+#define STAGE_WIDTH 28
+
+/* A name cut to the column from its middle, so that what tells stages apart stays: the end
+ * ("pid 4242") as well as the start. */
+static const char *fit(const char *name, char *buf)
+{
+	size_t n = strlen(name), tail = (STAGE_WIDTH - 2) / 2;
+
+	if (n <= STAGE_WIDTH)
+		return name;
+	snprintf(buf, STAGE_WIDTH + 1, "%.*s..%s", (int)(STAGE_WIDTH - 2 - tail), name,
+		 name + n - tail);
+	return buf;
+}
+
 void stages__print(FILE *f, const struct stage_stats *s, size_t n)
 {
 	bool states = false;
+	char cut[STAGE_WIDTH + 1];
 
 	for (size_t i = 0; i < n; i++)
 		states |= s[i].has_states;
-	fprintf(f, "%-20s %7s %9s %8s %8s %8s %8s %8s\n", "STAGE", "THREADS", "SPANS",
+	fprintf(f, "%-*s %7s %9s %8s %8s %8s %8s %8s\n", STAGE_WIDTH, "STAGE", "THREADS", "SPANS",
 		states ? "RUNNING" : "IN-SPANS", "RUNNABLE", "IN-QUEUE", "BLOCKED", "IDLE");
 	for (size_t i = 0; i < n; i++) {
 		const struct stage_stats *st = &s[i];
 
 		if (!st->wall_ns) {
-			fprintf(f, "%-20.20s %7u %9llu %8s %8s %8s %8s %8s\n", st->name,
-				st->threads, (unsigned long long)st->spans, "-", "-", "-", "-",
-				"-");
+			fprintf(f, "%-*s %7u %9llu %8s %8s %8s %8s %8s\n", STAGE_WIDTH,
+				fit(st->name, cut), st->threads, (unsigned long long)st->spans, "-",
+				"-", "-", "-", "-");
 			continue;
 		}
-		fprintf(f, "%-20.20s %7u %9llu %7.1f%% ", st->name, st->threads,
+		fprintf(f, "%-*s %7u %9llu %7.1f%% ", STAGE_WIDTH, fit(st->name, cut), st->threads,
 			(unsigned long long)st->spans, 100 * stage__share(st, st->running_ns));
 		if (states)
 			fprintf(f, "%7.1f%% ", 100 * stage__share(st, st->runnable_ns));
@@ -223,11 +275,18 @@ static size_t waiting(char *buf, size_t len, const struct stage_stats *s, size_t
 {
 	const struct stage_stats *pick[3] = { 0 };
 	size_t o = 0, k = 0;
+	bool spans = false;
 
+	/* the stages doing traced work, when there are any; a feeder thread, which waits for
+	 * something to send whatever the pipeline does, is never the evidence */
+	for (size_t i = 0; i < n; i++)
+		spans |= s[i].spans && &s[i] != skip &&
+			 stage__share(&s[i], s[i].queue_wait_ns) >= QUEUE_EVIDENCE;
 	for (size_t i = 0; i < n; i++) {
 		double w = stage__share(&s[i], s[i].queue_wait_ns);
 
-		if (&s[i] == skip || w < QUEUE_EVIDENCE)
+		if (&s[i] == skip || w < QUEUE_EVIDENCE || (spans && !s[i].spans) ||
+		    !strncmp(s[i].name, HELPER_QUEUE_FEEDER, strlen(HELPER_QUEUE_FEEDER)))
 			continue;
 		for (k = 0; k < 3; k++) {
 			if (!pick[k] || w > stage__share(pick[k], pick[k]->queue_wait_ns)) {
@@ -269,6 +328,19 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 	if (!top) {
 		snprintf(buf, len, "bottleneck: unknown — no thread activity in the trace");
 		return;
+	}
+	/* a saturated stage doing the traced work wins over busier threads without spans (a
+	 * BLAS pool spinning in sched_yield is busy without being the pipeline's bound) */
+	if (!top->spans) {
+		const struct stage_stats *work = NULL;
+
+		for (size_t i = 0; i < n; i++)
+			if (s[i].spans && s[i].wall_ns &&
+			    (!work || stage__share(&s[i], busy_ns(&s[i])) >
+					      stage__share(work, busy_ns(work))))
+				work = &s[i];
+		if (work && stage__share(work, busy_ns(work)) >= SATURATED)
+			top = work;
 	}
 	busy = stage__share(top, busy_ns(top));
 	/* threads that wanted a CPU, on average over the recording */
@@ -324,6 +396,9 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 				     top->name, pct(busy));
 		if (o < len)
 			o += waiting(buf + o, len - o, s, n, top, "; ", "");
+		if (!strncmp(top->name, "DataLoader worker", 17) && o < len)
+			o += snprintf(buf + o, len - o, "; the data loader bounds the model (more "
+							  "num_workers, or lighter samples)");
 		if (states && top->runnable_ns > top->running_ns && o < len)
 			snprintf(buf + o, len - o,
 				 "; it waits for a CPU more than it runs (other processes?)");

@@ -20,6 +20,7 @@
  * struct thread (see thread_time__from_states). */
 struct thread_time {
 	const char *name; /* its (last) name */
+	const char *role; /* what its Python code says it is ("DataLoader worker"), or NULL */
 	int pid, tid;
 	uint64_t running_ns;
 	uint64_t runnable_ns;	/* woken or preempted, waiting for a CPU */
@@ -44,8 +45,10 @@ uint64_t thread_time__wall(const struct thread_time *t);
 void thread_time__from_states(struct thread_time *t, uint64_t running, uint64_t runnable,
 			      uint64_t sleeping, uint64_t blocked, uint64_t in_queue_ns);
 
+#define STAGE_NAME_LEN 64
+
 struct stage_stats {
-	char name[64]; /* folded: "decode[*]" */
+	char name[STAGE_NAME_LEN]; /* folded: "decode[*]"; or "ffmpeg tid 12", "python3 pid 4" */
 	uint32_t threads;
 	uint64_t spans;
 	uint64_t wall_ns; /* the sum of its threads' observed times */
@@ -55,12 +58,23 @@ struct stage_stats {
 	bool has_states;
 };
 
+/* Python functions where a thread waits for another (queue.Queue.get, Condition.wait,
+ * multiprocessing's Connection.recv, ...): their spans count as queue waits, as queue spans
+ * do. */
+bool stage__python_wait(const char *qualname);
+/* The role a Python function gives the thread that runs it ("DataLoader worker" for PyTorch's
+ * _worker_loop, "Pool worker" for multiprocessing's), or NULL. */
+const char *stage__python_role(const char *qualname);
+#define HELPER_QUEUE_FEEDER "queue feeder" /* a role that waits whatever the pipeline does */
+
 /* Folds a trailing index: "decode-0", "worker 3", "op_12", "Pipeline[0]" -> "decode[*]",
  * "worker[*]", "op[*]", "Pipeline[*]". Other names are kept. */
 void stage__fold(const char *name, char *out, size_t len);
 /* A share of the stage's wall time, 0..1. */
 double stage__share(const struct stage_stats *s, uint64_t ns);
 
+/* Each thread's stage name, as stages__from_threads groups them. 0 or -ENOMEM. */
+int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN]);
 /* Groups threads into stages, busiest first. *out is malloc'ed. 0 or -errno. */
 int stages__from_threads(const struct thread_time *t, size_t n, struct stage_stats **out,
 			 size_t *nout);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "analyze/summary.h"
+#include "analyze/report.h"
 #include "analyze/stages.h"
 #include "util/util.h"
 
@@ -244,6 +245,7 @@ void summary__print_stages(FILE *f, const struct threads *ts, uint64_t now)
 		tt[n].name = printable(t->name, names[n], sizeof(names[n]));
 		tt[n].pid = t->pid;
 		tt[n].tid = t->tid;
+		tt[n].role = t->role;
 		tt[n].spans = t->spans;
 		memcpy(ns, t->state_ns, sizeof(ns));
 		if (now > t->since && t->state != TS_UNKNOWN && !t->exited)
@@ -264,7 +266,7 @@ void summary__print_stages(FILE *f, const struct threads *ts, uint64_t now)
 }
 
 void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
-		    uint64_t wall_ns, const uint64_t *c)
+		    uint64_t wall_ns, const uint64_t *c, const struct report *rep)
 {
 	uint64_t lost_sched = c[CNT_LOST_SWITCH] + c[CNT_LOST_WAKEUP] + c[CNT_LOST_TASK];
 	uint64_t incomplete = c[CNT_STALE_FRAMES] + c[CNT_EXIT_FRAMES];
@@ -279,7 +281,13 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 	fprintf(f, ".\n\n");
 	print_spans(f, s);
 	print_threads(f, threads);
-	summary__print_stages(f, threads, 0);
+	if (rep) {
+		fputc('\n', f);
+		stages__print(f, rep->stages, rep->nstages);
+		fprintf(f, "\n%s\n", rep->verdict);
+	} else {
+		summary__print_stages(f, threads, 0);
+	}
 	if (c[CNT_LOST_SPAN] || lost_sched)
 		fprintf(f, "\nLOST: %llu spans and %llu scheduler events (ring buffer full: "
 			   "raise --buffer-size or --min-dur).\n",

@@ -34,9 +34,11 @@ void summary__init(struct summary *s);
 /* self_ns: dur_ns less the time of the spans nested inside it */
 void summary__span(struct summary *s, const char *name, enum category cat, uint64_t dur_ns,
 		   uint64_t self_ns, bool incomplete);
-/* counters: the BPF counters summed over CPUs (CNT_MAX entries). */
+struct report;
+/* counters: the BPF counters summed over CPUs (CNT_MAX entries). rep: tracer report on the file
+ * just written, whose stages and verdict are printed (NULL: the live estimate's). */
 void summary__print(FILE *f, const struct summary *s, const struct threads *threads,
-		    uint64_t wall_ns, const uint64_t *counters);
+		    uint64_t wall_ns, const uint64_t *counters, const struct report *rep);
 /* The stages and the verdict; now: the present of a live view (0 when the threads are
  * finished). */
 void summary__print_stages(FILE *f, const struct threads *threads, uint64_t now);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record/consumer.h"
+#include "analyze/stages.h"
 #include "record/target.h"
 #include "util/proc.h"
 #include "util/util.h"
@@ -285,6 +286,12 @@ static void py_span(void *ctx, const char *name, const struct span_rec *r)
 	struct thread *t = thread_of(c, r->pid, r->tid);
 	uint64_t dur = r->end_ns - r->start_ns;
 
+	/* Queue.get, Condition.wait, ...: waits, counted once with the thread's queue spans */
+	if (stage__python_wait(name))
+		t->queue_ns += dur - cover__add(&t->queue_cover, r->start_ns, r->end_ns);
+	if (stage__python_role(name))
+		t->role = stage__python_role(name);
+	t->spans++; /* as tracer report counts them: every span in the file */
 	summary__span(&c->summary, name, CAT_PYTHON, dur,
 		      dur - cover__add(&t->cover, r->start_ns, r->end_ns),
 		      r->flags & SPAN_INCOMPLETE);

@@ -2,6 +2,7 @@
 /* The end of a recording: spans still open, the metadata, what tracing cost, the last
  * lines. */
 #include "record/recording.h"
+#include "analyze/report.h"
 #include "util/util.h"
 #include "tracer.skel.h"
 
@@ -9,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -206,6 +208,29 @@ static void finish_overhead(struct recording *r)
 }
 
 /* Detach, recording__drain, close what is open, write the end of the file, print the summary. */
+/* The summary: spans and threads as recorded; the stages and the verdict by tracer report's
+ * code on the file just written, so that both say the same of it. A file that cannot be read
+ * back (standard output) or is too big to read at once gets the live estimate. */
+static void print_summary(struct recording *r, const uint64_t *counters)
+{
+	struct report_opts o = { .path = r->path, .by = BY_NAME, .top = -1 };
+	struct report rep;
+	struct stat st;
+	char err[512];
+	bool exact = strcmp(r->path, "-") && !stat(r->path, &st) && S_ISREG(st.st_mode) &&
+		     st.st_size < (1ll << 30);
+
+	if (exact && report__run(&rep, &o, err, sizeof(err))) {
+		pr_debug("reading %s back: %s", r->path, err);
+		report__free(&rep);
+		exact = false;
+	}
+	summary__print(stderr, &r->consumer.summary, &r->consumer.threads, r->end - r->t0,
+		       counters, exact ? &rep : NULL);
+	if (exact)
+		report__free(&rep);
+}
+
 /* A -u spec whose object was never loaded while recording: one line, at the end. */
 static void warn_never_matched(const struct recording *r)
 {
@@ -265,8 +290,7 @@ int recording__finish(struct recording *r)
 		return 0;
 	}
 	if (verbosity >= VERB_NORMAL)
-		summary__print(stderr, &r->consumer.summary, &r->consumer.threads, r->end - r->t0,
-			       counters);
+		print_summary(r, counters);
 	if (verbosity >= VERB_NORMAL)
 		overhead__print(stderr, &r->overhead);
 	if (verbosity >= VERB_NORMAL)

@@ -32,6 +32,7 @@ struct thread {
 	uint64_t state_ns[TS_MAX];
 	uint64_t queue_ns; /* inside queue-category spans */
 	struct cover cover, queue_cover; /* its spans, its queue spans so far (analyze/cover.h) */
+	const char *role; /* what its Python code says it is (stage__python_role) */
 	uint64_t spans;
 	/* A wake-up by a traced thread inside a span, waiting to be drawn as an arrow to this
 	 * thread's span at or after flow_ns. */
