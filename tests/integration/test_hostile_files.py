@@ -4,6 +4,7 @@ never print a control character, never write invalid JSON, never drop anything i
 what they write is private (0600) like a recording."""
 import gzip
 import json
+import zlib
 import os
 import re
 import stat
@@ -214,3 +215,34 @@ def test_repair_never_loses_a_file(tmp):
     assert rss_kb < 50 * 1024, f"peak RSS {rss_kb} KB"
     with open(big, "rb") as f:
         assert f.read()[-200:].rstrip().endswith(b"}}")
+
+
+def test_repair_gz(tmp):
+    """A .gz recording cut short (its gzip stream ends mid-block) is repaired into a .gz that
+    gunzip reads whole: every complete event line that could be decompressed, then the end;
+    the original is kept as FILE.cut."""
+    plain = os.path.join(tmp, "run.json")
+    tracegen.generate(plain, 2 << 20, seed=7)
+    with open(plain, "rb") as f:
+        whole = f.read()
+    packed = gzip.compress(whole)
+    path = os.path.join(tmp, "run.json.gz")
+    with open(path, "wb") as f:
+        f.write(packed[:len(packed) // 2])
+    p = tracer("repair", path)
+    assert p.returncode == 0 and f"the file as it was is {path}.cut".encode() in p.stderr, \
+        p.stderr
+    with open(path + ".cut", "rb") as f:
+        assert f.read() == packed[:len(packed) // 2]
+    with gzip.open(path, "rb") as f:
+        repaired = strict_json(f.read())
+    # what the cut stream still holds: a prefix of the trace, its last line incomplete
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    prefix = d.decompress(packed[:len(packed) // 2])
+    assert whole.startswith(prefix) and 0 < len(prefix) < len(whole)
+    lines = [l for l in prefix.split(b"\n")[1:] if l.endswith(b"},")]
+    assert len(repaired["traceEvents"]) == len(lines) + 1 and repaired["metadata"]["repaired"]
+    p = tracer("report", path)
+    assert p.returncode == 0 and b"bottleneck:" in p.stdout, p.stderr
+    p = tracer("repair", path)
+    assert p.returncode == 0 and b"nothing to repair" in p.stderr, p.stderr

@@ -33,9 +33,20 @@ def test_sigkill_then_repair(tmp):
     assert rc == 0 and "repaired" in err, err
     trace, text = load_trace(out)
     assert check_format(trace, text) == []
-    assert trace["metadata"]["repaired"] is True
+    meta = trace["metadata"]
+    assert meta["repaired"] is True
     # every complete event line was kept, plus the closing instant
     assert len(trace["traceEvents"]) == len(complete) + 1
+    # what the file's first event said is in the metadata: the zero, the version, the command
+    # line, the CPUs; report counts the machine's CPUs, not only those whose lines were kept
+    first = trace["traceEvents"][0]
+    assert first["name"] == "recording started" and first["ts"] == 0, first
+    assert meta["t0_monotonic_ns"] == first["args"]["t0_monotonic_ns"] > 0
+    assert meta["tracer_version"] and "-P pipeline" in meta["command_line"], meta
+    assert meta["cpus"] == os.cpu_count() and meta["duration_ns"] > 1e9, meta
+    p = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
+    n = os.cpu_count()
+    assert f", {n} CPU{'s' if n > 1 else ''}\n" in p.stdout.split("\n")[0] + "\n", p.stdout
     rc, err = run_tracer("repair", out)
     assert rc == 0 and "nothing to repair" in err
     # the target ran on unharmed

@@ -147,6 +147,9 @@ int report__run(struct report *r, const struct report_opts *o, char *err, size_t
 	if (ret)
 		return ret;
 	r->has_sched = c->any_sched;
+	/* a cut file holds only some CPUs' scheduler lines, or none: the recording said */
+	if (c->meta_cpus > r->cpus)
+		r->cpus = c->meta_cpus;
 	r->start_ns = c->have_t0 || c->min_ts == INT64_MAX ? 0 : c->min_ts;
 	if (c->have_t0 && c->min_ts < 0)
 		r->start_ns = c->min_ts;

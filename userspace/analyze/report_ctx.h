@@ -91,6 +91,7 @@ struct ctx {
 	int64_t max_e, max_s, max_ts, lat_e, lat_s, lat_sched;
 	bool any_span, any_sched, have_t0;
 	int64_t min_ts, max_end, meta_dur;
+	int meta_cpus; /* the CPUs the recording says the machine had (0: not said) */
 	/* pass 2 */
 	int64_t glob_e, glob_s;
 	uint64_t sched_lines;

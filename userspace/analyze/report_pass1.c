@@ -215,6 +215,24 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 	group_add(g, dur, self);
 }
 
+static void p1_metadata(struct ctx *c, const char *text, size_t len)
+{
+	cJSON *m = cJSON_ParseWithLength(text, len), *v;
+
+	if (!m)
+		return;
+	v = cJSON_GetObjectItem(m, "t0_monotonic_ns");
+	if (cJSON_IsNumber(v) || cJSON_IsString(v))
+		c->have_t0 = true;
+	v = cJSON_GetObjectItem(m, "duration_ns");
+	if (cJSON_IsNumber(v) && v->valuedouble > 0)
+		c->meta_dur = (int64_t)v->valuedouble;
+	v = cJSON_GetObjectItem(m, "cpus");
+	if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65536)
+		c->meta_cpus = (int)v->valuedouble;
+	cJSON_Delete(m);
+}
+
 static void p1_event(struct ctx *c, const struct trace_event *ev)
 {
 	if (ev->ph == 'X' && ev->has_ts && ev->has_dur && ev->dur_ns >= 0) {
@@ -231,6 +249,8 @@ static void p1_event(struct ctx *c, const struct trace_event *ev)
 		c->r->ignored_be++;
 	} else if (ev->has_ts && ev->ph != 'M') {
 		note_time(c, ev->ts_ns);
+		if (ev->ph == 'i' && !strcmp(ev->name, "recording started") && ev->args_at.len)
+			p1_metadata(c, ev->text + ev->args_at.off, ev->args_at.len);
 	}
 }
 
@@ -278,20 +298,6 @@ static void p1_sched(struct ctx *c, const struct ftrace_line *l)
 	}
 }
 
-static void p1_metadata(struct ctx *c, const char *text, size_t len)
-{
-	cJSON *m = cJSON_ParseWithLength(text, len), *v;
-
-	if (!m)
-		return;
-	v = cJSON_GetObjectItem(m, "t0_monotonic_ns");
-	if (cJSON_IsNumber(v) || cJSON_IsString(v))
-		c->have_t0 = true;
-	v = cJSON_GetObjectItem(m, "duration_ns");
-	if (cJSON_IsNumber(v) && v->valuedouble > 0)
-		c->meta_dur = (int64_t)v->valuedouble;
-	cJSON_Delete(m);
-}
 
 int pass1(struct ctx *c, char *err, size_t errlen)
 {

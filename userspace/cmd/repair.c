@@ -14,7 +14,7 @@ static const char repair_usage[] =
 	"every complete event is kept and the end a recording writes is added, so that Perfetto\n"
 	"and chrome://tracing open it. The file's metadata says it was repaired; the file as it\n"
 	"was stays beside it as FILE.cut. A complete file (whoever wrote it) is left as it is.\n"
-	"For a .json.gz, decompress it first (zcat reads what is there).\n"
+	"A .json.gz is read as far as its gzip stream goes and repaired into a .json.gz.\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help       this text\n"

@@ -78,6 +78,46 @@ static void close_open_spans(struct recording *r)
 	}
 }
 
+/* What the file is: tracer, the command line (cut at cmd_max bytes), the kernel, the clock and
+ * its zero, the CPUs. At the start of the file and in its metadata. */
+static cJSON *identity(const struct recording *r, size_t cmd_max)
+{
+	cJSON *m = cJSON_CreateObject();
+	char *cmd = xcalloc(1, cmd_max + 1), num[32];
+	struct utsname u;
+
+	for (int i = 0; i < cmdline_argc; i++)
+		snprintf(cmd + strlen(cmd), cmd_max + 1 - strlen(cmd), "%s%s", i ? " " : "",
+			 cmdline_argv[i]);
+	uname(&u);
+	cJSON_AddStringToObject(m, "tracer_version", TRACER_VERSION);
+	cJSON_AddStringToObject(m, "command_line", cmd);
+	cJSON_AddStringToObject(m, "kernel", u.release);
+	cJSON_AddStringToObject(m, "clock", "CLOCK_MONOTONIC");
+	/* exact integers: a double would round nanoseconds away */
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->t0);
+	cJSON_AddRawToObject(m, "t0_monotonic_ns", num);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->t0_realtime);
+	cJSON_AddRawToObject(m, "t0_realtime_ns", num);
+	cJSON_AddNumberToObject(m, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+	free(cmd);
+	return m;
+}
+
+void recording__write_started(struct recording *r)
+{
+	cJSON *m = identity(r, 1024); /* the event fits a line: cut a long command line */
+	char *s = cJSON_PrintUnformatted(m);
+	size_t n = s ? strlen(s) : 0;
+
+	if (n >= 2) {
+		s[n - 1] = 0; /* its members, without the braces */
+		trace_writer__started(r->writer, s + 1);
+	}
+	free(s);
+	cJSON_Delete(m);
+}
+
 static char *metadata_json(struct recording *r, const uint64_t *c)
 {
 	static const char *const counter_names[CNT_MAX] = {
@@ -103,24 +143,9 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_SKIPPED_PROBES] = "skipped_probe_hits",
 		[CNT_SCHED_GAPS] = "sched_state_unknown",
 	};
-	cJSON *m = cJSON_CreateObject(), *a, *o;
-	char cmd[4096] = "", num[32];
-	struct utsname u;
+	cJSON *m = identity(r, 4096), *a, *o;
 	char *s;
 
-	for (int i = 0; i < cmdline_argc; i++)
-		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s", i ? " " : "",
-			 cmdline_argv[i]);
-	uname(&u);
-	cJSON_AddStringToObject(m, "tracer_version", TRACER_VERSION);
-	cJSON_AddStringToObject(m, "command_line", cmd);
-	cJSON_AddStringToObject(m, "kernel", u.release);
-	cJSON_AddStringToObject(m, "clock", "CLOCK_MONOTONIC");
-	/* exact integers: a double would round nanoseconds away */
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->t0);
-	cJSON_AddRawToObject(m, "t0_monotonic_ns", num);
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->t0_realtime);
-	cJSON_AddRawToObject(m, "t0_realtime_ns", num);
 	cJSON_AddNumberToObject(m, "duration_ns", r->end - r->t0);
 	cJSON_AddStringToObject(m, "stop_reason", r->stop_reason);
 	if (trace_writer__error(r->writer))

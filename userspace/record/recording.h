@@ -90,6 +90,8 @@ void recording__start_top(struct recording *r);
 int recording__handle_record(void *ctx, void *data, size_t size);
 
 /* finish.c */
+/* The file's first event: what reading back a cut file needs (trace_writer__started). */
+void recording__write_started(struct recording *r);
 int recording__finish(struct recording *r);
 
 #endif

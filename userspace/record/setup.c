@@ -334,8 +334,10 @@ int recording__open_output(struct recording *r)
 	if (err) {
 		close(fd);
 		pr_err("cannot write %s: %s", r->path, strerror(-err));
+		return err;
 	}
-	return err;
+	recording__write_started(r);
+	return 0;
 }
 
 /* Names and starting states of the processes and threads already running. */

@@ -2,7 +2,8 @@
 /* Repair: closes a trace that was cut short (tracer killed with SIGKILL, the machine lost
  * power). Every complete event line is kept and the end a recording writes is added, in a new
  * file that takes the trace's name; the file as it was stays beside it (FILE.cut). A complete
- * file is never touched. Memory is bounded: one line at a time, the check streams. */
+ * file is never touched. Memory is bounded: one line at a time, the check streams. A .gz trace
+ * (a gzip stream cut short) is read as far as it goes and repaired into a .gz again. */
 #include "trace/repair.h"
 #include "trace/json_text.h"
 #include "trace/json_value.h"
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static const char header[] = "{\"traceEvents\":[\n";
 
@@ -37,6 +39,53 @@ static int64_t event_line(const char *line, size_t len)
 	return ns;
 }
 
+/* ---- .gz through stdio: the repair reads and writes lines, whatever the compression ---- */
+
+static ssize_t gz_read(void *c, char *buf, size_t n)
+{
+	int got = gzread(c, buf, n > INT_MAX ? INT_MAX : (unsigned)n);
+	int err = Z_OK;
+
+	if (got >= 0)
+		return got;
+	gzerror(c, &err);
+	return err == Z_BUF_ERROR ? 0 : -1; /* a stream cut short ends where it was cut */
+}
+
+static ssize_t gz_write(void *c, const char *buf, size_t n)
+{
+	return n && gzwrite(c, buf, n > INT_MAX ? INT_MAX : (unsigned)n) <= 0 ? -1 : (ssize_t)n;
+}
+
+static int gz_close(void *c)
+{
+	return gzclose(c) == Z_OK ? 0 : EOF;
+}
+
+/* A FILE over a gzip stream on fd (owned by it from here, closed with it), mode "r" or "w". */
+static FILE *gz_stdio(int fd, const char *mode)
+{
+	cookie_io_functions_t io = { .read = gz_read, .write = gz_write, .close = gz_close };
+	gzFile g = gzdopen(fd, mode[0] == 'r' ? "rb" : "wb");
+	FILE *f;
+
+	if (!g) {
+		close(fd);
+		return NULL;
+	}
+	f = fopencookie(g, mode, io);
+	if (!f)
+		gzclose(g);
+	return f;
+}
+
+static bool is_gz(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 3 && !strcmp(path + n - 3, ".gz");
+}
+
 /* The whole file is one complete JSON trace (the streaming reader, in bounded memory). */
 static bool complete_trace(const char *path)
 {
@@ -54,12 +103,27 @@ static bool complete_trace(const char *path)
 	return complete;
 }
 
+/* The members of the "recording started" instant's args (tracer's version, the command line,
+ * the clock and its zero, the CPUs): what the end's metadata would have said first. NULL if
+ * the line is another event. */
+static char *started_args(const char *line, size_t len)
+{
+	size_t nlen, alen;
+	const char *name = json_object_get(line, len - 2, "name", &nlen);
+	const char *args = json_object_get(line, len - 2, "args", &alen);
+
+	if (!name || nlen != 19 || strncmp(name, "\"recording started\"", 19) || !args ||
+	    alen < 3 || args[0] != '{')
+		return NULL;
+	return strndup(args + 1, alen - 2);
+}
+
 /* Copies the header and every complete event line of in to out, then the end a recording
  * writes. Returns the events kept, or -errno. */
 static int64_t write_repaired(FILE *in, FILE *out)
 {
 	uint64_t events = 0, last_ns = 0;
-	char *line = NULL, end[512];
+	char *line = NULL, *started = NULL, end[512];
 	size_t cap = 0;
 	ssize_t len;
 
@@ -69,6 +133,8 @@ static int64_t write_repaired(FILE *in, FILE *out)
 
 		if (ns < 0)
 			break;
+		if (!events)
+			started = started_args(line, len);
 		fwrite(line, 1, len, out);
 		events++;
 		if ((uint64_t)ns > last_ns)
@@ -80,10 +146,13 @@ static int64_t write_repaired(FILE *in, FILE *out)
 		"{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording stopped\",\"pid\":0,\"tid\":0,"
 		"\"ts\":%s,\"args\":{\"reason\":\"cut short; repaired\"}}\n],\n"
 		"\"systemTraceEvents\":\"# tracer: nop\\n\",\n"
-		"\"metadata\":{\"repaired\":true,\"events_kept\":%llu,\"note\":\"the recording was cut "
-		"short: events after the last one kept, the scheduler text and the recording's own "
-		"metadata are missing\"}}\n",
-		end, (unsigned long long)events);
+		"\"metadata\":{%s%s\"duration_ns\":%llu,\"repaired\":true,\"events_kept\":%llu,"
+		"\"note\":\"the recording was cut short: events after the last one kept, the "
+		"scheduler text and the end of the recording's metadata (counts, probes) are "
+		"missing\"}}\n",
+		end, started ? started : "", started ? "," : "", (unsigned long long)last_ns,
+		(unsigned long long)events);
+	free(started);
 	if (ferror(in))
 		return -EIO;
 	return fflush(out) || ferror(out) ? -(errno ? errno : EIO) : (int64_t)events;
@@ -99,14 +168,11 @@ int trace_repair(const char *path)
 	int fd, ret = -EINVAL;
 	bool tracer_header;
 
-	if (strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz")) {
-		pr_err("cannot repair a .gz file: zcat %s > TRACE.json reads what is there, then run "
-		       "tracer repair TRACE.json",
-		       path);
-		return -EINVAL;
-	}
-	in = fopen(path, "re");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	in = fd < 0 ? NULL : is_gz(path) ? gz_stdio(fd, "r") : fdopen(fd, "r");
 	if (!in) {
+		if (fd >= 0 && !is_gz(path))
+			close(fd);
 		pr_err("cannot open %s: %s", path, strerror(errno));
 		return -errno;
 	}
@@ -131,12 +197,13 @@ int trace_repair(const char *path)
 		goto out;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	out = fd < 0 ? NULL : fdopen(fd, "w");
+	out = fd < 0 ? NULL : is_gz(path) ? gz_stdio(fd, "w") : fdopen(fd, "w");
 	if (!out) {
 		ret = -errno;
 		pr_err("cannot write %s: %s", tmp, strerror(errno));
-		if (fd >= 0)
+		if (fd >= 0 && !is_gz(path))
 			close(fd);
+		unlink(tmp);
 		goto out;
 	}
 	kept = write_repaired(in, out);

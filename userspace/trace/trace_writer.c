@@ -353,6 +353,16 @@ void trace_writer__instant(struct trace_writer *w, int pid, int tid, uint64_t ts
 	commit(w, put(p, "},\n"));
 }
 
+void trace_writer__started(struct trace_writer *w, const char *args)
+{
+	char *p = reserve(w);
+
+	p = put(p, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording started\",\"pid\":0,"
+		   "\"tid\":0,\"ts\":0");
+	p = put_args(p, args, false);
+	commit(w, put(p, "},\n"));
+}
+
 void trace_writer__counter(struct trace_writer *w, int pid, uint64_t ts_ns, const char *name,
 			   const char *key, int64_t value)
 {

@@ -42,6 +42,10 @@ uint64_t trace_writer__bytes(const struct trace_writer *w);
 /* 0, or the -errno of the first failed write: from then on nothing more is written. */
 int trace_writer__error(const struct trace_writer *w);
 
+/* The first event: a global "recording started" instant at 0 whose args (JSON members, no
+ * braces, under 6 KB) say what a cut file needs to be read back: version, clock and zero, the
+ * command line, the CPUs. */
+void trace_writer__started(struct trace_writer *w, const char *args);
 /* Ends "traceEvents" with a global "recording stopped" instant at end_ns, appends the
  * scheduler text and metadata_json (a JSON object), closes the file. Returns 0 or the -errno of
  * the first failed write: a plain file is then cut at its last complete event line that leaves
