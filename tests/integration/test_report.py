@@ -460,6 +460,9 @@ def test_export_roundtrip(tmp):
                                r["start_ns"], r["dur_ns"], json.dumps(r["args"], sort_keys=True))
                               for r in rows)
     assert len(rows) == len(evs) and got == want
+    # by start time (the file has them as they ended), equal starts as the file had them
+    starts = [r["start_ns"] for r in rows]
+    assert starts == sorted(starts) and starts != [ts for _, ts, _ in evs]
     # through a symlink: the link stays, its target gets the rows
     target = os.path.join(tmp, "target.csv")
     link = os.path.join(tmp, "link.csv")

@@ -11,9 +11,9 @@
 static const char export_usage[] =
 	"Usage: tracer export TRACE.json[.gz] --jsonl|--csv [-o FILE]\n"
 	"\n"
-	"One row per span: name, category, pid, tid, thread (its name), start_ns (from the\n"
-	"trace's zero), dur_ns, args (JSON) — for BigQuery, DuckDB, Spark, pandas. Output goes\n"
-	"to FILE (.gz compresses) or stdout.\n"
+	"One row per span, by start time: name, category, pid, tid, thread (its name), start_ns\n"
+	"(from the trace's zero), dur_ns, args (JSON) — for BigQuery, DuckDB, Spark, pandas. Output\n"
+	"goes to FILE (.gz compresses) or stdout.\n"
 	"\n"
 	"  --jsonl          one JSON object per line\n"
 	"  --csv            CSV with a header line; args as JSON text\n"

@@ -3,10 +3,12 @@
  * thread, start_ns, dur_ns, args), the shape BigQuery, DuckDB, Spark and pandas load directly.
  * Two streaming passes: the first learns every thread's last name (a viewer-valid trace may
  * name a thread after its spans), the second writes the rows, naming each span's thread as it
- * was named at that point of the file when it was, so renames are kept. */
+ * was named at that point of the file when it was, so renames are kept. Rows come out by start
+ * time (trace/row_sort.c). */
 #include "trace/export.h"
 #include "trace/json_text.h"
 #include "trace/outfile.h"
+#include "trace/row_sort.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
 
@@ -16,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
+
+#define ROW_CHUNK (64u << 20) /* rows sorted in memory before a run goes to a file */
 
 struct xthread {
 	int64_t tid;
@@ -87,121 +91,149 @@ static void grow(char **buf, size_t *cap, size_t need)
 	}
 }
 
+/* A row being written, before it is sorted into place. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static void sb_write(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->len + n > b->cap) {
+		b->cap = 2 * (b->len + n);
+		b->p = xrealloc(b->p, b->cap, 1);
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+	sb_write(b, s, strlen(s));
+}
+
 /* A string as a JSON literal. */
-static void put_json(struct outfile *f, const char *s, char **buf, size_t *cap)
+static void put_json(struct sbuf *f, const char *s, char **buf, size_t *cap)
 {
 	size_t n = strlen(s);
 
 	grow(buf, cap, 6 * n + 1);
 	json_escape(*buf, *cap, s, n);
-	outfile__puts(f, "\"");
-	outfile__puts(f, *buf);
-	outfile__puts(f, "\"");
+	sb_puts(f, "\"");
+	sb_puts(f, *buf);
+	sb_puts(f, "\"");
 }
 
 /* A cell: quoted, with text_safe's replacements (no control character reaches a terminal). */
-static void put_csv(struct outfile *f, const char *s, size_t n, char **buf, size_t *cap)
+static void put_csv(struct sbuf *f, const char *s, size_t n, char **buf, size_t *cap)
 {
 	const char *q;
 
 	grow(buf, cap, 3 * n + 1);
 	n = text_safe(*buf, *cap, s, n);
 	s = *buf;
-	outfile__puts(f, "\"");
+	sb_puts(f, "\"");
 	while (n && (q = memchr(s, '"', n))) {
-		outfile__write(f, s, q + 1 - s);
-		outfile__puts(f, "\"");
+		sb_write(f, s, q + 1 - s);
+		sb_puts(f, "\"");
 		n -= q + 1 - s;
 		s = q + 1;
 	}
-	outfile__write(f, s, n);
-	outfile__puts(f, "\"");
+	sb_write(f, s, n);
+	sb_puts(f, "\"");
 }
 
 /* JSON text from the input (a literal, the args), valid whatever the input held. */
-static void put_raw_json(struct outfile *f, const char *s, size_t n, char **buf, size_t *cap)
+static void put_raw_json(struct sbuf *f, const char *s, size_t n, char **buf, size_t *cap)
 {
 	grow(buf, cap, 6 * n + 1);
-	outfile__write(f, *buf, json_clean(*buf, s, n));
+	sb_write(f, *buf, json_clean(*buf, s, n));
 }
 
-static void put_ns(struct outfile *f, int64_t v)
+static void put_ns(struct sbuf *f, int64_t v)
 {
-	outfile__printf(f, "%" PRId64, v);
+	char t[32];
+
+	sb_write(f, t, snprintf(t, sizeof(t), "%" PRId64, v));
 }
 
-static void row(struct outfile *f, const struct trace_event *ev, const char *thread, bool csv,
+static void row(struct sbuf *f, const struct trace_event *ev, const char *thread, bool csv,
 		char **buf, size_t *cap)
 {
 	const char *args = ev->args_at.len ? ev->text + ev->args_at.off : NULL;
 
 	if (csv) {
 		put_csv(f, ev->name, strlen(ev->name), buf, cap);
-		outfile__puts(f, ",");
+		sb_puts(f, ",");
 		put_csv(f, ev->cat, strlen(ev->cat), buf, cap);
-		outfile__puts(f, ",");
+		sb_puts(f, ",");
 		if (ev->has_pid)
 			put_ns(f, ev->pid);
-		outfile__puts(f, ",");
+		sb_puts(f, ",");
 		if (ev->has_tid)
 			put_ns(f, ev->tid);
-		outfile__puts(f, ",");
+		sb_puts(f, ",");
 		put_csv(f, thread, strlen(thread), buf, cap);
-		outfile__puts(f, ",");
+		sb_puts(f, ",");
 		put_ns(f, ev->ts_ns);
-		outfile__puts(f, ",");
+		sb_puts(f, ",");
 		put_ns(f, ev->dur_ns);
-		outfile__puts(f, ",");
+		sb_puts(f, ",");
 		if (args)
 			put_csv(f, args, ev->args_at.len, buf, cap);
-		outfile__puts(f, "\n");
+		sb_puts(f, "\n");
 		return;
 	}
-	outfile__puts(f, "{\"name\":");
+	sb_puts(f, "{\"name\":");
 	if (ev->name_at.len && ev->text[ev->name_at.off] == '"') /* the file's own literal */
 		put_raw_json(f, ev->text + ev->name_at.off, ev->name_at.len, buf, cap);
 	else
 		put_json(f, ev->name, buf, cap);
-	outfile__puts(f, ",\"category\":");
+	sb_puts(f, ",\"category\":");
 	put_json(f, ev->cat, buf, cap);
-	outfile__puts(f, ",\"pid\":");
+	sb_puts(f, ",\"pid\":");
 	if (ev->has_pid)
 		put_ns(f, ev->pid);
 	else
-		outfile__puts(f, "null");
-	outfile__puts(f, ",\"tid\":");
+		sb_puts(f, "null");
+	sb_puts(f, ",\"tid\":");
 	if (ev->has_tid)
 		put_ns(f, ev->tid);
 	else
-		outfile__puts(f, "null");
-	outfile__puts(f, ",\"thread\":");
+		sb_puts(f, "null");
+	sb_puts(f, ",\"thread\":");
 	put_json(f, thread, buf, cap);
-	outfile__puts(f, ",\"start_ns\":");
+	sb_puts(f, ",\"start_ns\":");
 	put_ns(f, ev->ts_ns);
-	outfile__puts(f, ",\"dur_ns\":");
+	sb_puts(f, ",\"dur_ns\":");
 	put_ns(f, ev->dur_ns);
-	outfile__puts(f, ",\"args\":");
+	sb_puts(f, ",\"args\":");
 	if (args)
 		put_raw_json(f, args, ev->args_at.len, buf, cap);
 	else
-		outfile__puts(f, "null");
-	outfile__puts(f, "}\n");
+		sb_puts(f, "null");
+	sb_puts(f, "}\n");
 }
 
+/* The rows by start time (a trace holds spans in the order they ended), in bounded memory:
+ * sorted runs of ROW_CHUNK bytes in temporary files, merged. */
 static int write_rows(const char *path, struct xthread **n, struct outfile *f, bool csv,
 		      uint64_t *rows, char *err, size_t errlen)
 {
+	struct row_sort *sorted = row_sort__new(ROW_CHUNK);
 	struct trace_reader *r;
 	struct trace_item it;
+	struct sbuf line = { 0 };
 	char *buf = NULL;
 	size_t cap = 0;
-	int ret = trace_reader__open(&r, path, TR_EVENTS, err, errlen);
+	FILE *out;
+	int ret = trace_reader__open(&r, path, TR_EVENTS, err, errlen), wret = 0;
 
-	if (ret)
+	if (ret) {
+		row_sort__free(sorted);
 		return ret;
-	if (csv)
-		outfile__puts(f, "name,category,pid,tid,thread,start_ns,dur_ns,args\n");
-	while ((ret = trace_reader__next(r, &it)) > 0) {
+	}
+	while ((ret = trace_reader__next(r, &it)) > 0 && !wret) {
 		const struct trace_event *ev = &it.ev;
 		struct xthread *t = ev->has_tid ? names_get(n, ev->tid, false) : NULL;
 
@@ -212,14 +244,32 @@ static int write_rows(const char *path, struct xthread **n, struct outfile *f, b
 		}
 		if (ev->ph != 'X' || !ev->has_ts || !ev->has_dur)
 			continue;
-		row(f, ev, t ? (t->now ? t->now : t->last) : "", csv, &buf, &cap);
+		line.len = 0;
+		row(&line, ev, t ? (t->now ? t->now : t->last) : "", csv, &buf, &cap);
+		wret = row_sort__add(sorted, ev->ts_ns, line.p, line.len);
 		(*rows)++;
 	}
 	if (ret < 0)
 		snprintf(err, errlen, "%s", trace_reader__error(r));
 	else
 		trace_reader__warn_skipped(r, path);
+	if (ret >= 0) {
+		if (csv)
+			outfile__puts(f, "name,category,pid,tid,thread,start_ns,dur_ns,args\n");
+		out = outfile__stdio(f);
+		if (!wret)
+			wret = out ? row_sort__write(sorted, out) : -ENOMEM;
+		if (out && fclose(out) && !wret)
+			wret = -EIO;
+		if (wret) {
+			snprintf(err, errlen, "cannot sort the rows in a temporary file: %s",
+				 strerror(-wret));
+			ret = wret;
+		}
+	}
+	free(line.p);
 	free(buf);
+	row_sort__free(sorted);
 	trace_reader__close(r);
 	return ret;
 }
