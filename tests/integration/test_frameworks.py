@@ -142,9 +142,9 @@ def pytorch_verdict(tmp, name, *args):
 
 
 def test_pytorch_verdict_model_bound(tmp):
-    """The model is the bound (light samples): the main process, busy running it, is named by
+    """The model is the bound (--light-data): the main process, busy running it, is named by
     pid, not a BLAS thread spinning in sched_yield beside it nor the idle workers."""
-    v, main, err = pytorch_verdict(tmp, "model.json")
+    v, main, err = pytorch_verdict(tmp, "model.json", "--light-data")
     # by pid when the workers' threads are MainThread too (Python named them in time)
     assert re.match(rf"bottleneck: MainThread( pid {main})? — busy ", v), (v, err[-3000:])
 

@@ -3,11 +3,12 @@
 a sample (numpy work), a DataLoader with 2 persistent worker processes, and a small CNN under
 torch.inference_mode() in the main process. Runs BATCHES batches and prints what it did.
 
-    /usr/bin/python3 py_torch_loader.py [BATCHES] [--wait-signal] [--slow-data]
+    /usr/bin/python3 py_torch_loader.py [BATCHES] [--wait-signal] [--slow-data|--light-data]
 
 With --wait-signal it prints "ready PID" once torch is imported and the model built, and starts
 on SIGUSR1 (for a tracer attached by pid to count every batch). With --slow-data each sample takes
-ten times the decoding: the workers cannot keep up and the model waits for its batches.
+ten times the decoding: the workers cannot keep up and the model waits for its batches; with
+--light-data a twelfth: the workers idle while the model runs.
 """
 import os
 import signal
@@ -29,7 +30,7 @@ class Frames(Dataset):
         return augment(decode_sample(i))
 
 
-PASSES = 120 if "--slow-data" in sys.argv else 12
+PASSES = 120 if "--slow-data" in sys.argv else 1 if "--light-data" in sys.argv else 12
 
 
 def decode_sample(i):

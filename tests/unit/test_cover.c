@@ -78,6 +78,13 @@ static void test_random_nesting(void)
 	CHECK(probe.nchunks > 0 && probe.n < 5000);
 	CHECK(cover__add(&probe, 0, 50000) == 5000 * 5);
 	cover__free(&probe);
+	/* millions of spans on one thread: a bounded number of chunks, and a span over all of
+	 * them still finds every one (whole chunks) */
+	for (int i = 0; i < 2000000; i++)
+		cover__add(&probe, 10ll * i, 10ll * i + 5);
+	CHECK(probe.nchunks <= 256 && probe.cap <= 4096);
+	CHECK(cover__add(&probe, 0, 20000000) == 2000000ull * 5);
+	cover__free(&probe);
 	emit(&c, 0, 0, &bad, &seed);
 	CHECK(bad == 0);
 	CHECK(c.nchunks == 0 && c.n == 1); /* main took every chunk back */

@@ -154,6 +154,26 @@ static void test_threads_told_apart(void)
 	CHECK(stages__from_threads(py, 3, &s, &n) == 0);
 	CHECK(n == 3 && starts(s[0].name, "python3 pid 4") && !strcmp(s[2].name, "python3 pid 40"));
 	free(s);
+	/* namesakes in one process that do different work are apart, by what they do */
+	ff[0] = tt("worker", 400, 0, 0, 0, 600);
+	ff[1] = tt("worker", 300, 0, 0, 0, 700);
+	ff[2] = tt("worker", 350, 0, 0, 0, 650);
+	ff[0].cat_ns[CAT_DECODE] = 9;
+	ff[1].cat_ns[CAT_OPERATOR] = 9;
+	ff[1].cat_ns[CAT_QUEUE] = 20; /* waiting is not its work */
+	ff[2].cat_ns[CAT_DECODE] = 5;
+	for (int i = 0; i < 3; i++)
+		ff[i].pid = 7;
+	CHECK(stages__from_threads(ff, 3, &s, &n) == 0);
+	CHECK(n == 2 && !strcmp(s[0].name, "worker (decode)") && s[0].threads == 2);
+	CHECK(n == 2 && !strcmp(s[1].name, "worker (operator)") && s[1].threads == 1);
+	free(s);
+	ff[0] = tt("ffmpeg", 990, 10, 0, 0, 0);
+	ff[1] = tt("ffmpeg", 5, 0, 0, 0, 995);
+	for (int i = 0; i < 2; i++) {
+		ff[i].pid = 100;
+		ff[i].tid = 100 + i;
+	}
 	/* replicas all saturated stay one stage */
 	ff[1] = ff[0];
 	ff[1].tid = 101;

@@ -8,6 +8,8 @@
 /* Intervals kept exact per thread; beyond that the oldest half becomes one chunk. A span long
  * enough to contain thousands of siblings still subtracts all of them (whole chunks). */
 #define COVER_KEEP 4096
+/* Chunks kept; beyond that neighbours merge in pairs (a span reaching into one is estimated). */
+#define COVER_CHUNKS 256
 
 static uint64_t overlap(int64_t s1, int64_t e1, int64_t s2, int64_t e2)
 {
@@ -23,7 +25,16 @@ static void fold_oldest(struct cover *c)
 
 	for (size_t i = 0; i < half; i++)
 		k.len += (uint64_t)(c->v[i].e - c->v[i].s);
-	c->chunks = xrealloc(c->chunks, c->nchunks + 1, sizeof(*c->chunks));
+	if (c->nchunks == COVER_CHUNKS) { /* a thread of millions of spans: memory stays flat */
+		for (size_t i = 0; i < COVER_CHUNKS / 2; i++) {
+			struct cover_chunk *a = &c->chunks[2 * i], *b = a + 1;
+
+			c->chunks[i] = (struct cover_chunk){ a->s, b->e, a->len + b->len };
+		}
+		c->nchunks = COVER_CHUNKS / 2;
+	}
+	if (!c->chunks)
+		c->chunks = xcalloc(COVER_CHUNKS, sizeof(*c->chunks));
 	c->chunks[c->nchunks++] = k;
 	memmove(c->v, c->v + half, (c->n - half) * sizeof(*c->v));
 	c->n -= half;

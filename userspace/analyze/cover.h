@@ -23,7 +23,7 @@ struct cover_chunk {
 struct cover {
 	struct cover_iv *v; /* the union of the spans so far: disjoint, by start */
 	size_t n, cap;
-	struct cover_chunk *chunks; /* older than v[0], by start */
+	struct cover_chunk *chunks; /* older than v[0], by start (at most COVER_CHUNKS) */
 	size_t nchunks;
 	uint64_t approx; /* spans that reached partly into a chunk: their count is estimated */
 };

@@ -130,13 +130,27 @@ static double thread_busy(const struct thread_time *t)
 	return wall ? (double)(t->running_ns + t->runnable_ns + t->blocked_ns) / wall : 0;
 }
 
+/* What a thread mostly does: the category it spends most time in spans of, or -1 without
+ * spans. Queue waits are not work. */
+static int main_work(const struct thread_time *t)
+{
+	int best = -1;
+
+	for (int c = 0; c < CAT_MAX; c++)
+		if (c != CAT_QUEUE && t->cat_ns[c] && (best < 0 || t->cat_ns[c] > t->cat_ns[best]))
+			best = c;
+	return best;
+}
+
 /* A thread's stage: its folded name, in its process; a saturated thread whose namesakes in the
  * process are not all saturated is a stage of its own ("ffmpeg tid 1234": one decoding thread
  * among four idle ones must not be averaged away). folded: every thread's folded name. */
 static void stage_key(const struct thread_time *t, size_t n, char (*folded)[48], size_t i,
 		      char *key, size_t len)
 {
-	bool alone = false, other_pid = false;
+	bool alone = false, other_pid = false, other_work = false;
+	int work = main_work(&t[i]);
+	size_t o;
 
 	for (size_t k = 0; k < n; k++) {
 		if (k == i || strcmp(folded[i], folded[k]) || t[k].role) /* named by its role */
@@ -145,15 +159,20 @@ static void stage_key(const struct thread_time *t, size_t n, char (*folded)[48],
 			other_pid = true;
 		else if (thread_busy(&t[i]) >= SATURATED && thread_busy(&t[k]) < SATURATED)
 			alone = true;
+		else if (work >= 0 && main_work(&t[k]) >= 0 && main_work(&t[k]) != work)
+			other_work = true;
 	}
 	if (t[i].role) /* a DataLoader worker's thread is MainThread, as the main one's */
-		snprintf(key, len, "%s pid %d", t[i].role, t[i].pid);
+		o = snprintf(key, len, "%s pid %d", t[i].role, t[i].pid);
 	else if (alone)
-		snprintf(key, len, "%s tid %d", folded[i], t[i].tid);
+		o = snprintf(key, len, "%s tid %d", folded[i], t[i].tid);
 	else if (other_pid) /* python3 main process and its workers: apart */
-		snprintf(key, len, "%s pid %d", folded[i], t[i].pid);
+		o = snprintf(key, len, "%s pid %d", folded[i], t[i].pid);
 	else
-		snprintf(key, len, "%s", folded[i]);
+		o = snprintf(key, len, "%s", folded[i]);
+	/* namesakes that do different work (one decodes, one runs operators): apart */
+	if (other_work && !alone && !t[i].role && o < len)
+		snprintf(key + o, len - o, " (%s)", category__name(work));
 }
 
 int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])

@@ -233,6 +233,8 @@ static void finish_overhead(struct recording *r)
 }
 
 /* Detach, recording__drain, close what is open, write the end of the file, print the summary. */
+#define SUMMARY_READ_BACK_MAX (64ll << 20) /* a bigger file: the live estimate */
+
 /* The summary: spans and threads as recorded; the stages and the verdict by tracer report's
  * code on the file just written, so that both say the same of it. A file that cannot be read
  * back (standard output) or is too big to read at once gets the live estimate. */
@@ -243,8 +245,11 @@ static void print_summary(struct recording *r, const uint64_t *counters)
 	struct stat st;
 	char err[512];
 	bool exact = strcmp(r->path, "-") && !stat(r->path, &st) && S_ISREG(st.st_mode) &&
-		     st.st_size < (1ll << 30);
+		     st.st_size < SUMMARY_READ_BACK_MAX;
 
+	/* the ring buffer is drained for good: its pages go before the file is read */
+	ring_buffer__free(r->rb);
+	r->rb = NULL;
 	if (exact && report__run(&rep, &o, err, sizeof(err))) {
 		pr_debug("reading %s back: %s", r->path, err);
 		report__free(&rep);

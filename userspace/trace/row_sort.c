@@ -127,7 +127,8 @@ int row_sort__write(struct row_sort *s, FILE *out)
 	int ret;
 
 	if (!s->nruns) { /* it all fit in memory */
-		qsort(s->v, s->n, sizeof(*s->v), by_key);
+		if (s->n)
+			qsort(s->v, s->n, sizeof(*s->v), by_key);
 		for (size_t i = 0; i < s->n; i++)
 			fwrite(s->bytes + s->v[i].off, 1, s->v[i].len, out);
 		return ferror(out) ? -EIO : 0;
