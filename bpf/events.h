@@ -39,6 +39,7 @@ enum probe_flags {
 	PROBE_ARGS = 4,	     /* capture arguments arg_idx[0..nargs) */
 	PROBE_RET = 8,	     /* capture the return value */
 	PROBE_USDT = 16,     /* a USDT probe: arguments as usdt_cfgs describes them */
+	PROBE_PY_WAIT = 32,  /* a wait inside CPython (a lock, the GIL): PY_READ_WAIT at entry */
 };
 
 enum usdt_arg_kind_bpf {
@@ -226,6 +227,8 @@ enum py_read_reason {
 	PY_READ_BLOCK,	 /* the thread left the CPU to wait (sleep, lock, I/O) */
 	PY_READ_TICK,	 /* the periodic on-CPU tick */
 	PY_READ_PROBE,	 /* a probed native function was entered: ts is the span's start_ns */
+	PY_READ_WAIT,	 /* the same, for a wait inside the interpreter (PROBE_PY_WAIT): its stack
+			  * nests the span; an unchanged one says nothing of when frames change */
 };
 
 enum py_read_flags {

@@ -277,7 +277,7 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	if (ns)
 		*ns += took;
 	key = CNT_PY_PROBE_NS;
-	ns = reason == PY_READ_PROBE ? bpf_map_lookup_elem(&counters, &key) : NULL;
+	ns = reason >= PY_READ_PROBE ? bpf_map_lookup_elem(&counters, &key) : NULL;
 	if (ns)
 		*ns += took;
 	return ts;

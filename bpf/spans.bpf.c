@@ -151,7 +151,7 @@ int BPF_KPROBE(span_enter)
 	/* The Python line that called this native function: read first, and at the span's own
 	 * start, so that no other read of this thread can come between them. */
 	if (py_active) {
-		__u64 t = py_read(0, PY_READ_PROBE);
+		__u64 t = py_read(0, cfg->flags & PROBE_PY_WAIT ? PY_READ_WAIT : PY_READ_PROBE);
 
 		if (t)
 			now = t;

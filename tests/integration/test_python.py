@@ -3,6 +3,7 @@ pid, each stage function found on its own thread with the total time the pipelin
 import collections
 import glob
 import os
+import re
 import subprocess
 
 from lib import (check_format, finish_tracer, load_trace, read_ground_truth, sigusr1, spans,
@@ -42,7 +43,8 @@ def test_python_stage_functions(tmp, python=PYTHON):
     wait_exit(pl)
     gt = read_ground_truth(log)
     trace, text = load_trace(out)
-    assert check_format(trace, text) == []  # Python spans nest with each other and natives
+    bad = check_format(trace, text)
+    assert bad == [], bad[:3]  # Python spans nest with each other and natives
     meta = trace["metadata"]["python"]
     assert meta["enabled"] and meta["processes"] == 1 and meta["spans"] > 0
     names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
@@ -255,3 +257,30 @@ def test_python_system_wide(tmp):
         tid = next(t for t, n in gt["threads"].items() if n == thread)
         got = {e["tid"] for e in py if e["name"] == func}
         assert got == {tid}, (func, tid, got)
+
+
+def test_gil_bound_verdict(tmp):
+    """tests/targets/py_gil.py: one thread runs Python flat out, the other sleeps briefly in a
+    loop and must take the GIL back after each sleep. The python pack's GIL wait spans
+    (PyEval_RestoreThread) are one per sleep on that thread, under the function that slept, and the summary and report both say GIL-bound, naming it and the thread that holds
+    the GIL."""
+    out = os.path.join(tmp, "gil.json")
+    p = subprocess.run([lib.TRACER, "-o", out, "--", PYTHON,
+                        os.path.join(lib.ROOT, "tests", "targets", "py_gil.py"), "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    calls = int(re.search(r"poll made (\d+) calls", p.stdout).group(1))
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    waits = [e for e in spans(trace) if e["name"] == "GIL wait"]
+    assert {e["cat"] for e in waits} == {"gil"}
+    assert sum(names.get(e["tid"]) == "poll" for e in waits) == calls > 100, (calls, len(waits))
+    # each under the Python function that slept (its stack is read at the wait's entry)
+    assert all(e["args"].get("py") == "poll" for e in waits if names.get(e["tid"]) == "poll")
+    verdict = [l for l in p.stderr.splitlines() if l.startswith("bottleneck:")]
+    r = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
+    assert verdict == [l for l in r.stdout.splitlines() if l.startswith("bottleneck:")]
+    assert re.match(r"bottleneck: GIL-bound — poll waits for Python's GIL \d+% of wall time "
+                    r"\(busiest: crunch, \d+%\)", verdict[0]), verdict

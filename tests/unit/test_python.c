@@ -141,7 +141,7 @@ static void test_spans(void)
 	read_same(s, 7, 650, PY_READ_PROBE);
 	read_stack(s, 7, 700, TICK, 3, (uint64_t[]){ 1, 16, 4, 40, 5, 50 });
 	CHECK((g = find(5, 0)) == NULL);
-	CHECK(py_spans__on_native(s, 1, 7, 650, 900, &caller));
+	CHECK(py_spans__on_native(s, 1, 7, 650, 900, false, &caller));
 	CHECK(caller.code == 4 && caller.instr == 40);
 	CHECK((g = find(5, 0)) && g->start == 675 && g->end == 900);
 	/* c outlives the native call, and whatever follows it starts after its return */
@@ -150,7 +150,7 @@ static void test_spans(void)
 	CHECK(!find(6, 0));
 	/* a native span whose return is after the next read: its caller ends no earlier */
 	read_stack(s, 7, 1100, TICK, 2, (uint64_t[]){ 1, 18, 6, 2 });
-	CHECK(py_spans__on_native(s, 1, 7, 1050, 1180, &caller) && caller.code == 6);
+	CHECK(py_spans__on_native(s, 1, 7, 1050, 1180, false, &caller) && caller.code == 6);
 	read_stack(s, 7, 1200, TICK, 1, (uint64_t[]){ 1, 20 });
 	CHECK((g = find(6, 0)) && g->start == 950 && g->end == 1190);
 	/* an empty stack ends everything; a thread's exit and the stop end what is open */
@@ -162,7 +162,38 @@ static void test_spans(void)
 	CHECK((g = find(7, 0)) && g->start == 1200 && g->end == 1300 && !g->incomplete);
 	py_spans__close_all(s, 0, 1400);
 	CHECK((g = find(8, 0)) && g->end == 1400 && g->incomplete);
-	CHECK(!py_spans__on_native(s, 1, 9, 1500, 1600, &caller));
+	CHECK(!py_spans__on_native(s, 1, 9, 1500, 1600, false, &caller));
+	py_spans__free(s);
+}
+
+/* A wait inside the interpreter (PY_READ_WAIT: a lock, the GIL taken back): its unchanged
+ * entry read and its end say nothing of when the frames change, so the switch-in still marks
+ * the change; and what follows starts after the wait, beside it, never across it. */
+static void test_interpreter_waits(void)
+{
+	struct py_spans *s = py_spans__new(&ops, NULL);
+	const struct got_span *g;
+	struct py_open caller;
+
+	nspans = 0;
+	/* main -> get (Queue.get) blocks at 200; woken at 300, it takes the GIL back at 310-320 */
+	read_stack(s, 7, 100, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
+	read_same(s, 7, 200, BLOCK);
+	py_spans__switch_in(s, 1, 7, 300);
+	read_same(s, 7, 310, PY_READ_WAIT);
+	CHECK(py_spans__on_native(s, 1, 7, 310, 320, true, &caller) && caller.code == 2);
+	/* get returned and main called work, seen by the tick at 1300: get ends at the wait's
+	 * end, not half a tick after it */
+	read_stack(s, 7, 1300, TICK, 2, (uint64_t[]){ 1, 12, 3, 5 });
+	CHECK((g = find(2, 0)) && g->start == 100 && g->end == 320);
+	CHECK(find(3, 0) == NULL); /* work is still open */
+	/* a wait right under main (time.sleep): the next frame starts after it, not before */
+	read_stack(s, 7, 1400, TICK, 1, (uint64_t[]){ 1, 14 });
+	read_same(s, 7, 1500, PY_READ_WAIT);
+	CHECK(py_spans__on_native(s, 1, 7, 1500, 1700, true, &caller) && caller.code == 1);
+	read_stack(s, 7, 1800, TICK, 2, (uint64_t[]){ 1, 16, 4, 1 });
+	py_spans__close_all(s, 0, 1900);
+	CHECK((g = find(4, 0)) && g->start >= 1700 && g->end == 1900);
 	py_spans__free(s);
 }
 
@@ -323,6 +354,7 @@ int main(void)
 {
 	RUN(test_linetable);
 	RUN(test_spans);
+	RUN(test_interpreter_waits);
 	RUN(test_truncated_read);
 	RUN(test_offsets);
 	RUN(test_code_names_never_borrowed);

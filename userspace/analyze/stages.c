@@ -9,6 +9,7 @@
 /* The verdict's rules (shares of the stage's observed time). */
 #define SATURATED 0.60	   /* a stage busier than this bounds the pipeline */
 #define QUEUE_EVIDENCE 0.20 /* a queue wait worth naming as evidence */
+#define GIL_BOUND 0.25	    /* a stage waiting this much to take the GIL back: Python serializes */
 /* Threads wanting a CPU per CPU, in the whole pipeline or in its busiest stage alone: more than
  * this is CPU starvation by the pipeline's own threads. Less, with threads waiting for a CPU,
  * is other processes taking it (or a stage as wide as the machine: the stage is the limit). */
@@ -328,7 +329,7 @@ static size_t waiting(char *buf, size_t len, const struct stage_stats *s, size_t
 
 void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t n, int ncpus)
 {
-	const struct stage_stats *top = NULL;
+	const struct stage_stats *top = NULL, *gil = NULL;
 	uint64_t running = 0, runnable = 0, span = 0;
 	bool states = false;
 	double busy, demand, top_demand;
@@ -384,6 +385,21 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 			snprintf(buf + o, len - o, " (busiest: %s, runnable %d%%, running %d%%)",
 				 top->name, pct(stage__share(top, top->runnable_ns)),
 				 pct(stage__share(top, top->running_ns)));
+		return;
+	}
+	/* a stage that spends a quarter of its time waiting to take the GIL back (after a native
+	 * call released it) is held up by Python code on another thread, whatever it computes */
+	for (size_t i = 0; i < n; i++)
+		if (s[i].wall_ns && stage__share(&s[i], s[i].cat_ns[CAT_GIL]) >= GIL_BOUND &&
+		    (!gil || stage__share(&s[i], s[i].cat_ns[CAT_GIL]) >
+				     stage__share(gil, gil->cat_ns[CAT_GIL])))
+			gil = &s[i];
+	if (gil) {
+		o = snprintf(buf, len,
+			     "bottleneck: GIL-bound — %s waits for Python's GIL %d%% of wall time",
+			     gil->name, pct(stage__share(gil, gil->cat_ns[CAT_GIL])));
+		if (gil != top && o < len)
+			snprintf(buf + o, len - o, " (busiest: %s, %d%%)", top->name, pct(busy));
 		return;
 	}
 	if (busy >= SATURATED / 2 &&

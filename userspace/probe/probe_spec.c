@@ -17,7 +17,8 @@
 
 static const char *const category_names[CAT_MAX] = {
 	[CAT_DECODE] = "decode", [CAT_OPERATOR] = "operator", [CAT_QUEUE] = "queue",
-	[CAT_IO] = "io",	 [CAT_OTHER] = "other",	   [CAT_PYTHON] = "python",
+	[CAT_IO] = "io",	 [CAT_OTHER] = "other",	   [CAT_GIL] = "gil",
+	[CAT_PYTHON] = "python",
 };
 
 const char *category__name(enum category cat)
@@ -310,7 +311,7 @@ static int parse_queue(const cJSON *q, struct probe_spec *s, const char *where, 
 static int check_fields(const cJSON *p, const char *where, char *err, size_t errlen)
 {
 	static const char *const known[] = { "object", "function", "category", "name",
-					     "name_from", "args", "entry_only", "queue",
+					     "name_from", "args", "entry_only", "queue", "python_wait",
 					     "usdt", "usdt_end" };
 	const cJSON *f;
 
@@ -326,7 +327,7 @@ static int check_fields(const cJSON *p, const char *where, char *err, size_t err
 		if (!ok) {
 			snprintf(err, errlen,
 				 "%s: unknown field \"%s\" (known: object, function, category, name, "
-				 "name_from, args, entry_only, queue, usdt, usdt_end)",
+				 "name_from, args, entry_only, queue, python_wait, usdt, usdt_end)",
 				 where, f->string);
 			return -EINVAL;
 		}
@@ -414,6 +415,15 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 		ret = parse_queue(cJSON_GetObjectItemCaseSensitive(p, "queue"), &tmp, where, err,
 				  errlen);
 	tmp.entry_only = cJSON_IsTrue(entry_only);
+	if (!ret && cJSON_GetObjectItemCaseSensitive(p, "python_wait")) {
+		const cJSON *pw = cJSON_GetObjectItemCaseSensitive(p, "python_wait");
+
+		if (!cJSON_IsBool(pw)) {
+			snprintf(err, errlen, "%s: \"python_wait\" is true or false", where);
+			ret = -EINVAL;
+		}
+		tmp.python_wait = cJSON_IsTrue(pw);
+	}
 	if (!ret && usdt)
 		ret = parse_usdt_pair(&tmp, usdt, usdt_end, where, err, errlen);
 	for (int i = 0; !ret && tmp.entry_only && i < tmp.nargs; i++) {

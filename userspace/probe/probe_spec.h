@@ -12,6 +12,7 @@ enum category {
 	CAT_QUEUE,
 	CAT_IO,
 	CAT_OTHER,
+	CAT_GIL,    /* waiting to take Python's GIL back */
 	CAT_PYTHON, /* Python function spans (python/), not a probe's category */
 	CAT_MAX,
 };
@@ -48,6 +49,7 @@ struct probe_spec {
 	struct arg_spec args[SPEC_MAX_ARGS + 1]; /* at most SPEC_MAX_ARGS arguments and ret */
 	int nargs;
 	bool entry_only; /* no return probe: each call is an instant */
+	bool python_wait; /* a wait inside the interpreter (a lock, the GIL): PROBE_PY_WAIT */
 	bool optional;	 /* a pack's probe: matching nothing in a target is not an error */
 	enum queue_role queue_role; /* a push or pop of the queue identified by queue_arg */
 	int queue_arg;

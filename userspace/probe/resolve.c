@@ -110,6 +110,8 @@ static void probe__set_cfg(struct probe *p, const struct probe_spec *spec, bool 
 	p->queue_slot = -1;
 	if (entry_only)
 		c->flags |= PROBE_ENTRY_ONLY;
+	if (spec->python_wait)
+		c->flags |= PROBE_PY_WAIT;
 	if (spec->name_arg >= 0) {
 		c->flags |= PROBE_NAME_FROM;
 		c->name_arg = spec->name_arg;

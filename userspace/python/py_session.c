@@ -163,7 +163,8 @@ void py_session__on_read(struct py_session *s, const void *rec, size_t size)
 	py_spans__on_read(s->spans, rec, size);
 }
 
-size_t py_session__native(struct py_session *s, const struct span_rec *r, char *args, size_t len)
+size_t py_session__native(struct py_session *s, const struct span_rec *r, bool wait, char *args,
+			  size_t len)
 {
 	const struct py_proc *p = proc_of(s, r->pid);
 	char name[600], file[1100];
@@ -172,7 +173,7 @@ size_t py_session__native(struct py_session *s, const struct span_rec *r, char *
 	int n;
 
 	if (!p || (r->flags & SPAN_INSTANT) ||
-	    !py_spans__on_native(s->spans, r->pid, r->tid, r->start_ns, r->end_ns, &caller))
+	    !py_spans__on_native(s->spans, r->pid, r->tid, r->start_ns, r->end_ns, wait, &caller))
 		return 0;
 	code = (const struct py_code *)(uintptr_t)caller.tag;
 	if (!code)

@@ -48,8 +48,8 @@ void py_session__exec(struct py_session *s, int pid, uint64_t ts);
 void py_session__on_read(struct py_session *s, const void *rec, size_t size);
 /* A native span completed: closes the Python frames it called and writes its Python caller
  * into args (JSON members to append: "py":"qualname","py_line":"file:line"). Returns the length
- * written (0: no Python caller). */
-size_t py_session__native(struct py_session *s, const struct span_rec *r, char *args,
+ * written (0: no Python caller). wait: a wait inside the interpreter (PROBE_PY_WAIT). */
+size_t py_session__native(struct py_session *s, const struct span_rec *r, bool wait, char *args,
 			  size_t len);
 /* The thread was put on a CPU at ts (a scheduler record). */
 void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts);

@@ -113,7 +113,10 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 		lower = r->ts; /* the first read of the thread: nothing is known before it */
 	if (lower > r->ts)
 		lower = r->ts;
-	st->last = r->ts;
+	/* an unchanged stack read inside the interpreter's own waits (right after a switch back
+	 * in, for the GIL) would make the next change look half a tick later than it was */
+	if (!(r->reason == PY_READ_WAIT && (r->flags & PY_SAME)))
+		st->last = r->ts;
 	if (r->flags & PY_SAME)
 		return;
 	/* one point where what ended ends and what is new starts, so that siblings never overlap */
@@ -132,6 +135,11 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 			break;
 		k++;
 	}
+	/* what is new starts after the native calls under the stack returned (a wait inside the
+	 * interpreter does not move st->last): it nests beside them, not across them */
+	for (uint32_t i = 0; i < st->depth; i++)
+		if (st->v[i].min_end > split && st->v[i].min_end <= r->ts)
+			split = st->v[i].min_end;
 	close_from(s, st, k, split, false);
 	for (uint32_t i = k; i < d; i++) {
 		const struct py_frame *f = &r->frames[d - 1 - i];
@@ -150,17 +158,19 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 }
 
 bool py_spans__on_native(struct py_spans *s, int pid, int tid, uint64_t start, uint64_t end,
-			 struct py_open *caller)
+			 bool wait, struct py_open *caller)
 {
 	struct py_stack *st = stack_of(s, pid, tid, false);
 	uint32_t k = 0;
 
 	if (!st)
 		return false;
-	while (k < st->depth && st->v[k].seen <= start)
+	/* a wait inside the interpreter calls no Python code: every frame open holds it */
+	while (k < st->depth && (wait || st->v[k].seen <= start))
 		k++;
 	close_from(s, st, k, end, false);
-	if (end > st->last)
+	/* the end of a wait inside the interpreter says nothing of when the frames change */
+	if (!wait && end > st->last)
 		st->last = end;
 	for (uint32_t i = 0; i < k; i++)
 		if (st->v[i].min_end < end)

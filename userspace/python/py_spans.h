@@ -54,8 +54,10 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 /* The thread was switched onto a CPU at ts (a scheduler record). */
 void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts);
 /* A native span [start, end] completed on tid. Closes the Python frames it called (at end) and
- * returns the innermost frame open at its start (its caller), or false if there is none. */
+ * returns the innermost frame open at its start (its caller), or false if there is none. wait: a
+ * wait inside the interpreter (PROBE_PY_WAIT), whose end says nothing of when frames change. */
 bool py_spans__on_native(struct py_spans *s, int pid, int tid, uint64_t start, uint64_t end,
+			 bool wait,
 			 struct py_open *caller);
 /* The thread exited at ts: its frames end there. */
 void py_spans__thread_exit(struct py_spans *s, int pid, int tid, uint64_t ts);

@@ -174,7 +174,8 @@ static void on_span(struct consumer *c, const struct span_rec *r, const struct s
 			queue_event(c, r, p, cap);
 	}
 	/* the Python function and line that called it (and its callbacks end with it) */
-	if (c->py && !incomplete && py_session__native(c->py, r, py, sizeof(py))) {
+	if (c->py && !incomplete &&
+	    py_session__native(c->py, r, p->cfg.flags & PROBE_PY_WAIT, py, sizeof(py))) {
 		size_t n = strlen(args);
 
 		snprintf(args + n, sizeof(args) - n, "%s%s", n ? "," : "", py);
