@@ -39,7 +39,7 @@ enum probe_flags {
 	PROBE_ARGS = 4,	     /* capture arguments arg_idx[0..nargs) */
 	PROBE_RET = 8,	     /* capture the return value */
 	PROBE_USDT = 16,     /* a USDT probe: arguments as usdt_cfgs describes them */
-	PROBE_PY_WAIT = 32,  /* a wait inside CPython (a lock, the GIL): PY_READ_WAIT at entry */
+	PROBE_PY_WAIT = 32,  /* a wait inside CPython (a lock, the GIL): see PY_WAIT_MIN_NS */
 };
 
 enum usdt_arg_kind_bpf {
@@ -213,6 +213,7 @@ enum counter {
 	CNT_SKIPPED_SCHED,   /* scheduler program runs the kernel skipped (recursion_misses) */
 	CNT_SKIPPED_PROBES,  /* ... and span program runs (a call or a return not seen) */
 	CNT_SCHED_GAPS,	     /* threads switched out (or in) twice: their state is unknown between */
+	CNT_SHORT_PY_WAITS,  /* interpreter waits shorter than PY_WAIT_MIN_NS, not submitted */
 	CNT_MAX,
 };
 
@@ -221,6 +222,11 @@ enum counter {
  * same innermost frame at the same instruction as the previous one is submitted without its
  * frames (PY_SAME): userspace still learns when the stack was last seen. */
 #define PY_MAX_FRAMES 64
+/* A wait inside the interpreter (PROBE_PY_WAIT: PyEval_RestoreThread, a lock) is kept only when
+ * it lasted this long: taking an uncontended GIL back takes microseconds, tens of thousands of
+ * times a second in a PyTorch program. Its Python stack is read at its return (the same as at
+ * its entry: it runs no Python code), and only for the ones kept. */
+#define PY_WAIT_MIN_NS 20000
 
 enum py_read_reason {
 	PY_READ_PREEMPT, /* the thread left the CPU runnable: its stack holds until it runs again */

@@ -247,8 +247,9 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS;
 	const struct py_proc_cfg *cfg;
+	struct span_stack *st;
 	struct py_thread *th;
-	__u64 *ns, took;
+	__u64 *ns, took, at;
 
 	if (!py_active || phase == PHASE_PAUSED)
 		return 0;
@@ -267,12 +268,19 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	if (th->busy)
 		return 0;
 	th->busy = 1;
-	if (!ts)
-		ts = bpf_ktime_get_ns();
+	at = ts ? ts : bpf_ktime_get_ns();
+	ts = at;
+	/* Inside a wait of the interpreter's own (a lock, the GIL taken back) the stack is what it
+	 * was when the wait began: stamped so, what changed before the wait is not taken to have
+	 * changed during it. */
+	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->depth > 0 && st->depth <= MAX_FRAMES &&
+	    (st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].flags & PROBE_PY_WAIT))
+		ts = st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].start_ns;
 	read_stack(ts, reason, cfg, tgid, th);
 	th->busy = 0;
 	/* what reading cost the thread, from the caller's clock reading to now */
-	took = bpf_ktime_get_ns() - ts;
+	took = bpf_ktime_get_ns() - at;
 	ns = bpf_map_lookup_elem(&counters, &key);
 	if (ns)
 		*ns += took;

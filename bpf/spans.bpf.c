@@ -150,8 +150,8 @@ int BPF_KPROBE(span_enter)
 	}
 	/* The Python line that called this native function: read first, and at the span's own
 	 * start, so that no other read of this thread can come between them. */
-	if (py_active) {
-		__u64 t = py_read(0, cfg->flags & PROBE_PY_WAIT ? PY_READ_WAIT : PY_READ_PROBE);
+	if (py_active && !(cfg->flags & PROBE_PY_WAIT)) {
+		__u64 t = py_read(0, PY_READ_PROBE);
 
 		if (t)
 			now = t;
@@ -210,6 +210,15 @@ int BPF_KRETPROBE(span_exit)
 		goto unmatched;
 	if (f->flags & PROBE_RET)
 		f->cap.ret = PT_REGS_RC(ctx);
+	if (f->flags & PROBE_PY_WAIT) {
+		if (now - f->start_ns < PY_WAIT_MIN_NS) {
+			count(CNT_SHORT_PY_WAITS);
+			st->depth = top;
+			return 0;
+		}
+		if (py_active) /* stamped with the wait's start: see py_read */
+			py_read(0, PY_READ_WAIT);
+	}
 	emit_span(st, top, now, 0);
 	st->depth = top;
 	return 0;

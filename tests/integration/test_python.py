@@ -261,11 +261,12 @@ def test_python_system_wide(tmp):
 
 def test_gil_bound_verdict(tmp):
     """tests/targets/py_gil.py: one thread runs Python flat out, the other sleeps briefly in a
-    loop and must take the GIL back after each sleep. The python pack's GIL wait spans
-    (PyEval_RestoreThread) are one per sleep on that thread, under the function that slept, and the summary and report both say GIL-bound, naming it and the thread that holds
+    loop and must take the GIL back after each sleep. The python-gil pack's GIL wait spans
+    (PyEval_RestoreThread, kept from 20 us) are one per sleep on that thread (each waits for
+    the other's switch interval), under the function that slept, and the summary and report both say GIL-bound, naming it and the thread that holds
     the GIL."""
     out = os.path.join(tmp, "gil.json")
-    p = subprocess.run([lib.TRACER, "-o", out, "--", PYTHON,
+    p = subprocess.run([lib.TRACER, "-P", "python-gil", "-o", out, "--", PYTHON,
                         os.path.join(lib.ROOT, "tests", "targets", "py_gil.py"), "2"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]

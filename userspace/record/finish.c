@@ -142,6 +142,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_SKIPPED_SCHED] = "skipped_sched_events",
 		[CNT_SKIPPED_PROBES] = "skipped_probe_hits",
 		[CNT_SCHED_GAPS] = "sched_state_unknown",
+		[CNT_SHORT_PY_WAITS] = "python_waits_under_20us",
 	};
 	cJSON *m = identity(r, 4096), *a, *o;
 	char *s;
@@ -215,9 +216,20 @@ static void finish_overhead(struct recording *r)
 	int other[16];
 	size_t nother = 0;
 
+	uint64_t short_waits;
+
+	recording__read_counters(r, c);
+	short_waits = c[CNT_SHORT_PY_WAITS];
 	for (size_t i = 0; i < r->tracked.probes.cnt && i < r->ncalls; i++)
 		if (r->calls_per_probe[i])
 			calls[probe_site_class(r, &r->tracked.probes.v[i])] += r->calls_per_probe[i];
+	/* the interpreter's short waits were hit (entry and return) but left no span: charged at
+	 * the site of the first such probe */
+	for (size_t i = 0; i < r->tracked.probes.cnt && short_waits; i++)
+		if (r->tracked.probes.v[i].cfg.flags & PROBE_PY_WAIT) {
+			calls[probe_site_class(r, &r->tracked.probes.v[i])] += short_waits;
+			break;
+		}
 	bpf_object__for_each_program(prog, r->skel->obj) {
 		/* the Python reads on ticks and switches are counted by BPF itself (below) */
 		if (prog == r->skel->progs.span_enter || prog == r->skel->progs.span_exit ||
@@ -227,7 +239,8 @@ static void finish_overhead(struct recording *r)
 		other[nother++] = bpf_program__fd(prog);
 	}
 	overhead__finish(&r->overhead, bpf_program__fd(r->skel->progs.span_enter),
-			 bpf_program__fd(r->skel->progs.span_exit), other, nother, calls, r->returns);
+			 bpf_program__fd(r->skel->progs.span_exit), other, nother, calls,
+			 r->returns + short_waits);
 	recording__read_counters(r, c);
 	r->overhead.python_ns = c[CNT_PY_NS] - c[CNT_PY_PROBE_NS];
 }
