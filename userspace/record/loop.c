@@ -66,10 +66,15 @@ void recording__drain(struct recording *r)
 static void toggle_pause(struct recording *r)
 {
 	bool pause = r->skel->bss->phase == PHASE_RECORDING;
+	/* the mark is where nothing recorded lies beyond: a resume's before the switch (what
+	 * starts after it starts after the mark), a pause's after it (what started, before) */
+	uint64_t mark = pause ? 0 : now_ns();
 
 	r->skel->bss->phase = pause ? PHASE_PAUSED : PHASE_RECORDING;
+	if (pause)
+		mark = now_ns();
 	recording__drain(r);
-	consumer__pause(&r->consumer, pause, now_ns());
+	consumer__pause(&r->consumer, pause, mark);
 	pr_info("%s", pause ? "paused (SIGUSR1 resumes)" : "resumed");
 }
 
