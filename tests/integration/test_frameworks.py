@@ -235,7 +235,9 @@ def test_gstreamer_pack_picked_when_plugins_load(tmp):
         by_name[e["name"]].append(e)
     for element in ("videoconvert0", "videoscale0", "queue0", "fakesink0"):
         assert 100 < len(by_name[element]) <= 4000, (element, len(by_name[element]))
-        assert {e["cat"] for e in by_name[element]} == {"operator"}
+        # a push into the queue element is pad traffic into a queue: a queue span
+        assert {e["cat"] for e in by_name[element]} == \
+            {"queue" if element == "queue0" else "operator"}, element
     assert "gst_pad_push" not in by_name  # every pad here has a named peer
     outer = sorted((p["ts"], p["ts"] + p["dur"], p["tid"]) for p in by_name["videoconvert0"])
     for e in conv:  # videoscale0 runs inside videoconvert0: one containing span is enough
@@ -251,6 +253,28 @@ def test_gstreamer_pack_picked_when_plugins_load(tmp):
     # the queue's thread is named by its element too, and the verdict names the source's
     p = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
     assert "queue0:src" in p.stdout and "bottleneck: videotestsrc0:s" in p.stdout, p.stdout
+
+
+def test_gstreamer_decoder_spans(tmp):
+    """A decoding pipeline (Theora, from Debian's plugins-base): each buffer the decoder
+    element takes is a decode span named by it, with the encoder's work beside it as an
+    operator span; the decoder's own time (SELF) is its decoding."""
+    out = os.path.join(tmp, "dec.json")
+    rc, err = lib.run_tracer("-o", out, "--", "gst-launch-1.0", "-q", "videotestsrc",
+                             "num-buffers=600", "!", "video/x-raw,width=320,height=240", "!",
+                             "theoraenc", "!", "theoradec", "!", "fakesink", "sync=false",
+                             timeout=180)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    by_name = collections.defaultdict(list)
+    for e in spans(trace):
+        by_name[e["name"]].append(e)
+    assert 100 < len(by_name["theoradec0"]) <= 600, len(by_name["theoradec0"])
+    assert {e["cat"] for e in by_name["theoradec0"]} == {"decode"}
+    assert {e["cat"] for e in by_name["theoraenc0"]} == {"operator"}
+    row = next(l for l in err.splitlines() if l.endswith("  theoradec0")).split()
+    assert row[-2] == "decode", row
 
 
 def test_follow_takes_in_existing_workers(tmp):

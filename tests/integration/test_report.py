@@ -5,6 +5,7 @@ process and span, exports that round-trip every span, and bounded memory on a la
 import collections
 import csv
 import gzip
+import html
 import io
 import json
 import math
@@ -118,6 +119,14 @@ def test_summary_and_report_agree(tmp):
     report = {l.split(None, 11)[11]: l.split()[:3] for l in rows}  # 11 numbers, name
     assert len(summary) >= 5 and summary == report, (summary, report)
     assert any(v[1] != v[2] for v in summary.values())  # some spans nest
+    # the same verdict at stop, in the report and in its HTML page
+    verdict = [l for l in err.splitlines() if l.startswith("bottleneck:")]
+    assert verdict and verdict == [l for l in text.splitlines() if l.startswith("bottleneck:")]
+    page = os.path.join(tmp, "agree.html")
+    rc, _, _ = tracer("report", out, "--html", page)
+    assert rc == 0
+    with open(page) as f:
+        assert html.escape(verdict[0], quote=False) in f.read()
 
 
 def exact_states(path):

@@ -294,6 +294,34 @@ static void test_pack_name_from(void)
 		       "  { \"function\": \"a\", \"category\": \"io\", "
 		       "\"name_from\": \"arg6:str\" } ] }\n",
 		       "bad.json:2: ", "(N from 0 to 5)");
+	/* category_by_name: globs over the names read, only with name_from */
+	check_bad_pack("{ \"name\": \"p\", \"probes\": [\n"
+		       "  { \"function\": \"a\", \"category\": \"io\", "
+		       "\"category_by_name\": {\"queue*\": \"queue\"} } ] }\n",
+		       "bad.json:2: ", "with \"name_from\"");
+	check_bad_pack("{ \"name\": \"p\", \"probes\": [\n"
+		       "  { \"function\": \"a\", \"category\": \"io\", \"name_from\": \"arg0:str\", "
+		       "\"category_by_name\": {\"queue*\": \"waiting\"} } ] }\n",
+		       "bad.json:2: ", "category_by_name.queue*: want a category");
+	{
+		static const char q[] =
+			"{ \"name\": \"g\", \"probes\": [ { \"function\": \"push\", "
+			"\"category\": \"operator\", \"name_from\": \"arg0:str\", "
+			"\"category_by_name\": {\"queue*\": \"queue\", \"*dec[0-9]*\": "
+			"\"decode\"} } ] }";
+		struct probe_specs qs = { 0 };
+		struct probe_pack qp;
+
+		CHECK(probe_pack__parse(q, "q.json", &qp, &qs, err, sizeof(err)) == 0);
+		if (qs.cnt == 1) {
+			CHECK(probe_spec__category_of(&qs.v[0], "queue0") == CAT_QUEUE);
+			CHECK(probe_spec__category_of(&qs.v[0], "vp8dec0") == CAT_DECODE);
+			CHECK(probe_spec__category_of(&qs.v[0], "videoconvert0") == CAT_OPERATOR);
+		}
+		CHECK(qs.cnt == 1);
+		probe_pack__free(&qp);
+		probe_specs__free(&qs);
+	}
 }
 
 static void test_pack_missing_function(void)

@@ -48,6 +48,43 @@ static void spec__free(struct probe_spec *s)
 	free(s->usdt_provider);
 	free(s->usdt_name);
 	free(s->usdt_end);
+	for (int i = 0; i < s->nby_name; i++)
+		free(s->by_name[i].glob);
+	free(s->by_name);
+}
+
+enum category probe_spec__category_of(const struct probe_spec *s, const char *name)
+{
+	for (int i = 0; i < s->nby_name; i++)
+		if (!fnmatch(s->by_name[i].glob, name, 0))
+			return s->by_name[i].cat;
+	return s->cat;
+}
+
+/* "category_by_name": {"GLOB": "CATEGORY", ...}, with name_from. */
+static int parse_by_name(const cJSON *o, struct probe_spec *s, const char *where, char *err,
+			 size_t errlen)
+{
+	const cJSON *g;
+
+	if (!cJSON_IsObject(o) || s->name_arg < 0) {
+		snprintf(err, errlen, "%s: \"category_by_name\" is {\"GLOB\": \"CATEGORY\", ...}, "
+				      "with \"name_from\"", where);
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(g, o) {
+		enum category cat;
+
+		if (!cJSON_IsString(g) || category__parse(g->valuestring, &cat) || !g->string[0]) {
+			snprintf(err, errlen, "%s: category_by_name.%.40s: want a category: decode, "
+					      "operator, queue, io, other or gil", where, g->string);
+			return -EINVAL;
+		}
+		s->by_name = xrealloc(s->by_name, s->nby_name + 1, sizeof(*s->by_name));
+		s->by_name[s->nby_name].glob = xstrdup(g->string);
+		s->by_name[s->nby_name++].cat = cat;
+	}
+	return 0;
 }
 
 bool probe_spec__object_matches(const char *glob, const char *base)
@@ -311,7 +348,7 @@ static int parse_queue(const cJSON *q, struct probe_spec *s, const char *where, 
 static int check_fields(const cJSON *p, const char *where, char *err, size_t errlen)
 {
 	static const char *const known[] = { "object", "function", "category", "name",
-					     "name_from", "args", "entry_only", "queue", "python_wait",
+					     "name_from", "args", "entry_only", "queue", "python_wait", "category_by_name",
 					     "usdt", "usdt_end" };
 	const cJSON *f;
 
@@ -327,7 +364,7 @@ static int check_fields(const cJSON *p, const char *where, char *err, size_t err
 		if (!ok) {
 			snprintf(err, errlen,
 				 "%s: unknown field \"%s\" (known: object, function, category, name, "
-				 "name_from, args, entry_only, queue, python_wait, usdt, usdt_end)",
+				 "name_from, args, entry_only, queue, python_wait, category_by_name, usdt, usdt_end)",
 				 where, f->string);
 			return -EINVAL;
 		}
@@ -415,6 +452,9 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 		ret = parse_queue(cJSON_GetObjectItemCaseSensitive(p, "queue"), &tmp, where, err,
 				  errlen);
 	tmp.entry_only = cJSON_IsTrue(entry_only);
+	if (!ret && cJSON_GetObjectItemCaseSensitive(p, "category_by_name"))
+		ret = parse_by_name(cJSON_GetObjectItemCaseSensitive(p, "category_by_name"), &tmp,
+				    where, err, errlen);
 	if (!ret && cJSON_GetObjectItemCaseSensitive(p, "python_wait")) {
 		const cJSON *pw = cJSON_GetObjectItemCaseSensitive(p, "python_wait");
 

@@ -50,6 +50,13 @@ struct probe_spec {
 	int nargs;
 	bool entry_only; /* no return probe: each call is an instant */
 	bool python_wait; /* a wait inside the interpreter (a lock, the GIL): PROBE_PY_WAIT */
+	/* A span named from the target (name_from) like one of these globs takes its category
+	 * (a GStreamer push into a queue element is a wait for room, into a decoder decoding). */
+	struct name_category {
+		char *glob;
+		enum category cat;
+	} *by_name;
+	int nby_name;
 	bool optional;	 /* a pack's probe: matching nothing in a target is not an error */
 	enum queue_role queue_role; /* a push or pop of the queue identified by queue_arg */
 	int queue_arg;
@@ -57,6 +64,10 @@ struct probe_spec {
 	 * instead of a function: a span from NAME to END on the same thread, or an instant. */
 	char *usdt_provider, *usdt_name, *usdt_end;
 };
+
+/* The category of a span of this spec named name (from name_from): the first glob of its
+ * category_by_name that matches, else the spec's. */
+enum category probe_spec__category_of(const struct probe_spec *s, const char *name);
 
 /* Parses "PROVIDER:NAME[..END]" (globs; END a name of the same provider). 0 or -EINVAL. */
 int usdt_spec__parse(struct probe_spec *s, const char *text);

@@ -153,6 +153,7 @@ static void on_span(struct consumer *c, const struct span_rec *r, const struct s
 {
 	bool incomplete = r->flags & SPAN_INCOMPLETE;
 	uint64_t dur = r->end_ns - r->start_ns;
+	enum category cat;
 	const struct probe *p;
 	const char *name;
 	struct thread *t;
@@ -162,12 +163,15 @@ static void on_span(struct consumer *c, const struct span_rec *r, const struct s
 		return;
 	p = &c->probes->v[r->probe_id];
 	name = p->name;
+	cat = p->cat;
 	args[0] = 0;
 	if (cap && !c->no_args) {
 		if ((p->cfg.flags & PROBE_NAME_FROM) && cap->name[0]) {
 			/* the ring buffer is read-only: terminate a copy */
 			snprintf(dyn_name, sizeof(dyn_name), "%.*s", SPAN_NAME_LEN - 1, cap->name);
 			name = dyn_name;
+			if (p->spec)
+				cat = probe_spec__category_of(p->spec, name);
 		}
 		format_args(args, sizeof(args), p, cap);
 		if (p->queue_slot >= 0 && !incomplete)
@@ -183,13 +187,13 @@ static void on_span(struct consumer *c, const struct span_rec *r, const struct s
 	t = thread_of(c, r->pid, r->tid);
 	t->spans++;
 	/* nested or overlapping queue spans count once */
-	if (p->cat == CAT_QUEUE)
+	if (cat == CAT_QUEUE)
 		t->queue_ns += dur - cover__add(&t->queue_cover, r->start_ns, r->end_ns);
 	if (c->flows)
 		bind_flow(c, t, r);
-	summary__span(&c->summary, name, p->cat, dur,
+	summary__span(&c->summary, name, cat, dur,
 		      dur - cover__add(&t->cover, r->start_ns, r->end_ns), incomplete);
-	trace_writer__span(c->writer, r, name, category__name(p->cat), args);
+	trace_writer__span(c->writer, r, name, category__name(cat), args);
 }
 
 /* A switch of this thread was not recorded: said on its track, where the gap is. */
