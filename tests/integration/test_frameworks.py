@@ -277,6 +277,65 @@ def test_gstreamer_decoder_spans(tmp):
     assert row[-2] == "decode", row
 
 
+def test_gstreamer_by_pid(tmp):
+    """tracer -p PID on a gst-launch-1.0 already running, with no options: the pack is picked
+    from the libraries it maps, and one recording holds the three kinds a user of GStreamer
+    looks for, each named by its element: the encoder's work (operator), the decoder's
+    (decode) and the pushes into the queue element (queue), on the threads they run on."""
+    gst = subprocess.Popen(["gst-launch-1.0", "-q", "videotestsrc", "num-buffers=100000", "!",
+                            "video/x-raw,width=320,height=240", "!", "theoraenc", "!",
+                            "theoradec", "!", "queue", "!", "fakesink", "sync=false"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _procs.append(gst)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the plugins are loaded once the pipeline runs
+        with open(f"/proc/{gst.pid}/maps") as f:
+            if "libgstvideo-1.0" in f.read():
+                break
+        time.sleep(0.1)
+    time.sleep(0.5)
+    out = os.path.join(tmp, "gst-pid.json")
+    tr = start_tracer("-p", gst.pid, "-d", "2", "-o", out)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert "packs: gstreamer, picked for the libraries the target maps (--no-pack NAME " \
+        "leaves one out)" in err, err
+    # --no-pack leaves it out (a misspelt name is an error that names the right one)
+    off = os.path.join(tmp, "off.json")
+    p = subprocess.run([lib.TRACER, "-p", str(gst.pid), "-d", "0.5", "--no-pack", "gstreamr",
+                        "-o", off], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "no probe pack 'gstreamr'; did you mean: gstreamer" in \
+        p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
+    p = subprocess.run([lib.TRACER, "-p", str(gst.pid), "-d", "0.5", "--no-pack", "gstreamer",
+                        "-o", off], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "packs: none" in p.stderr, p.stderr
+    off_trace, _ = load_trace(off)
+    assert off_trace["metadata"]["packs"] == [] and not spans(off_trace)
+    assert gst.poll() is None, "the pipeline must keep running"
+    gst.kill()
+    gst.wait()
+    wait_probes_gone()
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    assert trace["metadata"]["packs"] == ["gstreamer"]
+    threads = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+               if e["ph"] == "M" and e["name"] == "thread_name"}
+    by_name = collections.defaultdict(list)
+    for e in spans(trace):
+        by_name[e["name"]].append(e)
+    for element, cat in (("theoraenc0", "operator"), ("theoradec0", "decode"),
+                         ("queue0", "queue"), ("fakesink0", "operator")):
+        assert len(by_name[element]) > 20, (element, len(by_name[element]), list(by_name))
+        assert {e["cat"] for e in by_name[element]} == {cat}, element
+    # upstream of the queue the source's thread does all three; the sink runs on the queue's
+    assert {threads[e["tid"]] for e in by_name["theoradec0"]} == {"videotestsrc0:s"}
+    assert {threads[e["tid"]] for e in by_name["fakesink0"]} == {"queue0:src"}
+    # the summary's span table says which is which
+    rows = {l.split()[-1]: l.split()[-2] for l in err.splitlines()
+            if l.split() and l.split()[-1] in ("theoradec0", "queue0", "theoraenc0")}
+    assert rows == {"theoradec0": "decode", "queue0": "queue", "theoraenc0": "operator"}, rows
+
+
 def test_follow_takes_in_existing_workers(tmp):
     """-p PARENT --follow: the worker processes the parent forked before tracer started are
     followed too (their native spans and Python frames), not only the ones it forks later."""

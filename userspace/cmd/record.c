@@ -43,6 +43,7 @@ static const char usage_text[] =
 	"      --no-args            read nothing from the target's memory (no captured arguments,\n"
 	"                           span names from strings, queue depths or Python frames)\n"
 	"      --no-python          no Python function spans (on by default for CPython targets)\n"
+	"      --no-pack NAME[,...] leave these packs out of the automatic choice (all: every one)\n"
 	"      --py-rate HZ         how often Python stacks are read on a CPU (default "
 	PY_DEFAULT_HZ_TEXT "), besides\n"
 	"                           when a thread leaves the CPU and at native probe hits\n"
@@ -122,10 +123,46 @@ enum record_option {
 	OPT_FOLLOW,
 	OPT_MAX_SIZE,
 	OPT_NO_PYTHON,
+	OPT_NO_PACK,
 	OPT_PY_RATE,
 };
 
 /* One option of tracer's own (record) command line: 0, or 2 after a usage error. */
+/* --no-pack a,b: each a pack of the packs folder (or "all"), so that a typo is not a silent
+ * no-op */
+static int add_no_packs(struct record_opts *o, char *list)
+{
+	struct probe_pack *all = NULL;
+	int n = probe_pack__list(&all), ret = 0;
+	char *save = NULL;
+
+	for (char *name = strtok_r(list, ",", &save); name && !ret;
+	     name = strtok_r(NULL, ",", &save)) {
+		struct near_names nr;
+		char near[256] = "";
+		bool known = !strcmp(name, "all");
+
+		near_names__init(&nr, name);
+		for (int i = 0; i < n && !known; i++) {
+			known = !strcmp(all[i].name, name);
+			near_names__offer(&nr, all[i].name);
+		}
+		near_names__format(&nr, near, sizeof(near));
+		near_names__free(&nr);
+		if (!known) {
+			ret = usage_error(NULL, "--no-pack: no probe pack '%s'%s (tracer packs lists "
+					  "them)", name, near);
+			break;
+		}
+		o->no_packs = xrealloc(o->no_packs, o->nno_packs + 1, sizeof(char *));
+		o->no_packs[o->nno_packs++] = name;
+	}
+	for (int i = 0; i < n; i++)
+		probe_pack__free(&all[i]);
+	free(all);
+	return ret;
+}
+
 static int record_option(int c, struct record_opts *o, char **argv)
 {
 	char err[512];
@@ -185,6 +222,8 @@ static int record_option(int c, struct record_opts *o, char **argv)
 	case OPT_NO_PYTHON:
 		o->no_python = true;
 		return 0;
+	case OPT_NO_PACK:
+		return add_no_packs(o, optarg);
 	case OPT_PY_RATE:
 		if (parse_long(optarg, 1, 10000, &hz))
 			return usage_error(NULL, "bad --py-rate '%s': want 1 to 10000 (Hz)", optarg);
@@ -255,6 +294,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "follow", no_argument, NULL, OPT_FOLLOW },
 		{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+		{ "no-pack", required_argument, NULL, OPT_NO_PACK },
 		{ "py-rate", required_argument, NULL, OPT_PY_RATE },
 		{ "all-processes", no_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -287,6 +327,7 @@ static int run(int argc, char **argv, bool top)
 	probe_specs__free(&opts.specs);
 	free(opts.pids);
 	free(opts.packs);
+	free(opts.no_packs);
 	return ret;
 }
 

@@ -118,6 +118,32 @@ void recording__write_started(struct recording *r)
 	cJSON_Delete(m);
 }
 
+/* The packs that probed the targets: picked at the start, then as their libraries appeared. */
+static void packs_used(const struct recording *r, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", r->packs_chosen);
+	for (size_t k = 0; k < r->tracked.nlate; k++)
+		if (r->tracked.late[k].picked)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "",
+				 r->tracked.late[k].pack.name);
+}
+
+/* Says what turned on by itself, and how to turn it off: the automatic choice only. */
+static void print_packs(const struct recording *r)
+{
+	char used[1024];
+
+	if (!r->auto_packs)
+		return;
+	packs_used(r, used, sizeof(used));
+	if (used[0])
+		fprintf(stderr, "packs: %s, picked for the libraries the target maps (--no-pack NAME "
+			"leaves one out)\n", used);
+	else
+		fprintf(stderr, "packs: none (no pack's library was mapped%s)\n",
+			r->opts->nno_packs ? ", or --no-pack left it out" : "");
+}
+
 static char *metadata_json(struct recording *r, const uint64_t *c)
 {
 	static const char *const counter_names[CNT_MAX] = {
@@ -155,6 +181,14 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 					"traceEvents, and the scheduler text, are missing");
 	cJSON_AddStringToObject(m, "attach", r->multi ? "uprobe_multi" : "uprobe");
 	cJSON_AddNumberToObject(m, "min_dur_ns", r->opts->min_dur_ns);
+	if (r->auto_packs) {
+		char used[1024], *save = NULL;
+
+		packs_used(r, used, sizeof(used));
+		a = cJSON_AddArrayToObject(m, "packs");
+		for (char *p = strtok_r(used, ", ", &save); p; p = strtok_r(NULL, ", ", &save))
+			cJSON_AddItemToArray(a, cJSON_CreateString(p));
+	}
 	/* every process traced: asked for, followed (--follow) or seen (-a) */
 	a = cJSON_AddArrayToObject(m, "targets");
 	for (size_t i = 0; i < r->consumer.npids; i++) {
@@ -340,6 +374,8 @@ int recording__finish(struct recording *r)
 		/* the CPU time is the asked-for targets': no share when others were traced too */
 		py_record__print(&r->py, stderr, counters,
 				 r->consumer.npids == r->primary ? r->overhead.target_cpu_ns : 0);
+	if (verbosity >= VERB_NORMAL)
+		print_packs(r);
 	pr_info("wrote %s (stopped: %s); open it in ui.perfetto.dev or chrome://tracing",
 		trace_name(r), r->stop_reason);
 	return 0;

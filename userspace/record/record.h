@@ -15,6 +15,8 @@ struct record_opts {
 	struct probe_specs specs; /* from -u, in order */
 	char **packs;		  /* -P names or paths */
 	size_t npacks;
+	char **no_packs; /* --no-pack: names left out of the automatic choice ("all": every one) */
+	size_t nno_packs;
 	uint64_t duration_ns; /* 0: until stopped */
 	uint64_t min_dur_ns;
 	const char *output; /* NULL: tracer-COMM-PID-TIME.json */

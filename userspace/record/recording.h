@@ -49,6 +49,8 @@ struct recording {
 	size_t ncalls;
 	uint64_t returns; /* spans that ended with a return: the return hits */
 	char path[PATH_MAX];
+	bool auto_packs;	/* no -u/-P: the packs were chosen for the targets */
+	char packs_chosen[512]; /* the packs picked at the start, ", "-separated */
 	uint64_t t0, t0_realtime, end;
 	const char *stop_reason;
 	int forward_signal; /* a signal sent to tracer alone (kill, not the terminal): the

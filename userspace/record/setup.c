@@ -104,6 +104,14 @@ void recording__warn_hazards(const struct recording *r)
 				}
 }
 
+static bool left_out(const struct record_opts *o, const char *name)
+{
+	for (size_t i = 0; i < o->nno_packs; i++)
+		if (!strcmp(o->no_packs[i], "all") || !strcmp(o->no_packs[i], name))
+			return true;
+	return false;
+}
+
 /* A pack that applies to no target yet: picked when one maps its library. */
 static void keep_late(struct recording *r, const struct probe_pack *listed, char *names,
 		      size_t len)
@@ -123,7 +131,7 @@ static void keep_late(struct recording *r, const struct probe_pack *listed, char
 int recording__choose_specs(struct recording *r)
 {
 	struct record_opts *o = r->opts;
-	char path[PATH_MAX], chosen[512] = "", later[512] = "";
+	char path[PATH_MAX], *chosen = r->packs_chosen, later[512] = "";
 	struct probe_pack pack, *all = NULL;
 	int n;
 
@@ -145,6 +153,7 @@ int recording__choose_specs(struct recording *r)
 		pr_err("-a needs probes: give -u or -P");
 		return -EINVAL;
 	}
+	r->auto_packs = true;
 	n = probe_pack__list(&all);
 	if (n < 0) {
 		pr_warn("cannot read the probe packs folder %s: %s (set TRACER_PROBES to it): "
@@ -152,9 +161,13 @@ int recording__choose_specs(struct recording *r)
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
+		if (left_out(o, all[i].name)) {
+			probe_pack__free(&all[i]);
+			continue;
+		}
 		if (pack_applies(&all[i], r) &&
 		    !probe_pack__load(all[i].path, &pack, &o->specs, r->err, sizeof(r->err))) {
-			snprintf(chosen + strlen(chosen), sizeof(chosen) - strlen(chosen), "%s%s",
+			snprintf(chosen + strlen(chosen), sizeof(r->packs_chosen) - strlen(chosen), "%s%s",
 				 chosen[0] ? ", " : "", pack.name);
 			probe_pack__free(&pack);
 		} else if (all[i].when_cnt) {
@@ -165,6 +178,8 @@ int recording__choose_specs(struct recording *r)
 	free(all);
 	if (chosen[0])
 		pr_info("probe packs matching the target: %s", chosen);
+	else if (!later[0] && o->nno_packs)
+		pr_info("no probe pack left after --no-pack: recording the scheduler only");
 	else if (!later[0])
 		pr_warn("no probe pack matches the target and no -u/-P given: recording the "
 			"scheduler only (see -u)");
