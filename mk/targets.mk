@@ -16,3 +16,9 @@ $(OUTPUT)/targets/libplugin.so: tests/targets/plugin/plugin.c | $(OUTPUT)/target
 	$(Q)$(CC) -g -O2 -fPIC -shared -fno-omit-frame-pointer -fcf-protection=none $< -o $@
 
 test-bins: $(OUTPUT)/targets/libplugin.so
+
+# Moved probe sites: hand-written single-stepped prologues, and C built as Ubuntu and Fedora
+# build it (-fcf-protection=full: endbr64 first).
+$(OUTPUT)/targets/prologues: tests/targets/prologues.c | $(OUTPUT)/targets
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fcf-protection=full -Wall -Wextra $< -o $@

@@ -7,6 +7,7 @@ packages=(
 	make gcc g++ clang llvm pkg-config bpftool	# build; g++: libstdc++, the C++ target
 	python3.11-dev systemtap-sdt-dev		# build: CPython offsets; tests: USDT targets
 	libbpf-dev libelf-dev zlib1g-dev libcjson-dev	# libraries tracer links against
+	libcapstone-dev					# decoding functions whole: moved probe sites
 	uthash-dev					# one hash table, header-only
 	python3 ffmpeg util-linux time valgrind		# tests: runner, a real pipeline, setpriv, RSS, valgrind
 	chromium groff-base				# tests: viewer in a real browser, man page

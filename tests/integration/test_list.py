@@ -11,7 +11,8 @@ import time
 import lib
 from lib import _procs, sigusr1, start_pipeline, wait_exit
 
-ROW_RE = re.compile(r"^  ( *[0-9a-f]+)  (emulated|optimized|single-stepped) *  (\S+) +(\S.*)$")
+ROW_RE = re.compile(r"^  ( *[0-9a-f]+)  (emulated|optimized|single-stepped)( \+\d+)? *  (\S+) +"
+                    r"(\S.*)$")
 
 
 def run(*args):
@@ -23,8 +24,9 @@ def run(*args):
 
 
 def parse_list(out):
-    """{object basename: {"path": path, "rows": [(offset, class, cost, function, packs)]}}, and
-    the column where FUNCTION starts on each row (they must all agree)."""
+    """{object basename: {"path": path, "rows": [(offset, class, cost, function, packs, site)]}},
+    and the column where FUNCTION starts on each row (they must all agree). site: how far past
+    the function's start its probes go, with what they moved past or why they stay."""
     objs, cur, cols = {}, None, set()
     for line in out.splitlines():
         if not line:
@@ -35,14 +37,19 @@ def parse_list(out):
             continue
         m = ROW_RE.match(line)
         if m and cur is not None:
-            rest = m.group(4)
+            rest = m.group(5)
             packs = []
             pm = re.search(r"  \[([^\]]+)\]$", rest)
             if pm:
                 packs = pm.group(1).split(",")
                 rest = rest[:pm.start()]
-            cur["rows"].append((int(m.group(1), 16), m.group(2), m.group(3), rest, packs))
-            cols.add(m.start(4))
+            site = (int(m.group(3)[2:]) if m.group(3) else 0, None)
+            sm = re.search(r"  \((past|stays:) ([^)]+)\)$", rest)
+            if sm:
+                site = (site[0], sm.group(0).strip())
+                rest = rest[:sm.start()]
+            cur["rows"].append((int(m.group(1), 16), m.group(2), m.group(4), rest, packs, site))
+            cols.add(m.start(5))
         elif cur is not None and line.startswith("  ") and "FUNCTION" not in line:
             cur["notes"].append(line.strip())
     return objs, cols

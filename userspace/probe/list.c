@@ -4,6 +4,7 @@
 #include "elf/demangle.h"
 #include "elf/elf_syms.h"
 #include "elf/insn.h"
+#include "elf/site.h"
 #include "probe/list.h"
 #include "probe/packs.h"
 #include "elf/usdt.h"
@@ -44,7 +45,10 @@ enum insn_class list__first_insn(int fd, uint64_t offset)
 struct row {
 	char *name; /* displayed: demangled for C++ */
 	uint64_t offset;
-	enum insn_class cls;
+	enum insn_class cls; /* at the probes' site */
+	uint32_t delta;	     /* the site, past the function's start */
+	char *past;	     /* what the site moved past ("endbr64"), or NULL */
+	const char *stays;   /* single-stepped: why the site could not move (static text) */
 	char *packs; /* "ffmpeg:decode,other:queue", or NULL */
 };
 
@@ -81,6 +85,7 @@ static size_t rows_dedup(struct row *rows, size_t cnt)
 			}
 			free(rows[i].name);
 			free(rows[i].packs);
+			free(rows[i].past);
 			continue;
 		}
 		rows[n++] = rows[i];
@@ -113,25 +118,20 @@ static char *packs_of(const struct pack_set *set, const char *object, const char
 	return out;
 }
 
-/* The object's probe-able functions that match pattern, with the class of their first
- * instruction read from the file at the function's offset. */
+/* The object's probe-able functions that match pattern, with the class of the instruction
+ * their probes go on (site.h: the first, or past single-stepped ones when that is safe). */
 static void object_rows__read(struct object_rows *o, const struct pack_set *set,
 			      const char *pattern)
 {
 	struct elf_syms *syms = NULL;
-	int fd;
+	struct site_move *m;
 
 	o->err = elf_syms__open(o->obj->open_path, &syms);
 	if (o->err)
 		return;
-	fd = open(o->obj->open_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		o->err = -errno;
-		elf_syms__free(syms);
-		return;
-	}
 	o->is_go = syms->is_go;
 	o->rows = xcalloc(syms->cnt, sizeof(*o->rows));
+	m = xcalloc(syms->cnt + 1, sizeof(*m));
 	for (size_t i = 0; i < syms->cnt; i++) {
 		const struct elf_sym *sym = &syms->syms[i];
 		struct row *r;
@@ -142,13 +142,21 @@ static void object_rows__read(struct object_rows *o, const struct pack_set *set,
 		o->nsyms++;
 		if (pattern && !demangle__match(pattern, sym->name))
 			continue;
+		m[o->cnt].func = sym->offset;
+		m[o->cnt].size = syms->is_go ? 0 : sym->size; /* Go: entry-only, left alone */
 		r = &o->rows[o->cnt++];
 		r->name = xstrdup(demangle__display(sym->name));
 		r->offset = sym->offset;
-		r->cls = list__first_insn(fd, sym->offset);
 		r->packs = packs_of(set, o->obj->base, sym->name);
 	}
-	close(fd);
+	site__choose_in(o->obj->open_path, syms, m, o->cnt);
+	for (size_t i = 0; i < o->cnt; i++) {
+		o->rows[i].cls = m[i].cls;
+		o->rows[i].delta = m[i].delta;
+		o->rows[i].past = m[i].delta ? xstrdup(m[i].skipped) : NULL;
+		o->rows[i].stays = m[i].why_not;
+	}
+	free(m);
 	elf_syms__free(syms);
 	qsort(o->rows, o->cnt, sizeof(*o->rows), row_cmp);
 	o->cnt = rows_dedup(o->rows, o->cnt);
@@ -159,6 +167,7 @@ static void object_rows__free(struct object_rows *o)
 	for (size_t i = 0; i < o->cnt; i++) {
 		free(o->rows[i].name);
 		free(o->rows[i].packs);
+		free(o->rows[i].past);
 	}
 	free(o->rows);
 }
@@ -194,13 +203,20 @@ static void print_rows(const struct object_rows *objs, size_t n, const char *pat
 			printf("  no function symbols (stripped): nothing to probe\n");
 			continue;
 		}
-		printf("  %*s  %-14s  %-5s  FUNCTION  [PACK:CATEGORY]\n", offw, "OFFSET",
-		       "FIRST INSN", "COST");
+		printf("  %*s  %-18s  %-5s  FUNCTION  [PACK:CATEGORY]\n", offw, "OFFSET", "SITE",
+		       "COST");
 		for (size_t k = 0; k < o->cnt; k++) {
 			const struct row *r = &o->rows[k];
+			char site[32];
 
-			printf("  %*llx  %-14s  %-5s  %s", offw, (unsigned long long)r->offset,
-			       insn_class__name(r->cls), list__insn_cost(r->cls), r->name);
+			snprintf(site, sizeof(site), r->delta ? "%s +%u" : "%s",
+				 insn_class__name(r->cls), r->delta);
+			printf("  %*llx  %-18s  %-5s  %s", offw, (unsigned long long)r->offset, site,
+			       list__insn_cost(r->cls), r->name);
+			if (r->past)
+				printf("  (past %s)", r->past);
+			else if (r->stays)
+				printf("  (stays: %s)", r->stays);
 			if (r->packs)
 				printf("  [%s]", r->packs);
 			putchar('\n');
@@ -329,6 +345,8 @@ int list__print(const struct mapped_object *objs, size_t nobjs, const char *file
 	if (!file)
 		printf("%zu object%s; ", nobjs, plural_s(nobjs));
 	print_default_packs(&set, objs, nobjs);
+	printf("SITE: the instruction the probes go on: the first, or +N bytes on, past single-stepped "
+	       "ones,\n      where every call passes and nothing else changes\n");
 	printf("COST: of an entry probe per hit, on kernel 6.18; a return probe adds 0.5us\n");
 	print_rows(rows, nobjs, pattern);
 	print_usdt(rows, nobjs, pattern, true);

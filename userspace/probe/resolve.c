@@ -2,6 +2,7 @@
 #include "probe/resolve.h"
 #include "elf/demangle.h"
 #include "elf/elf_syms.h"
+#include "elf/site.h"
 #include "elf/usdt.h"
 #include "util/util.h"
 
@@ -181,6 +182,10 @@ static int probe_table__add(struct probe_table *t, const struct probe_spec *spec
 	p->dev = o->dev;
 	p->ino = o->ino;
 	p->offset = sym->offset;
+	p->size = sym->size;
+	p->site = sym->offset;
+	p->site_past = NULL;
+	p->placed = false;
 	p->spec = spec;
 	probe__set_cfg(p, spec, entry_only);
 	return t->cnt++;
@@ -394,13 +399,51 @@ static bool misspelled_object(const struct probe_spec *spec, const struct target
 	return near;
 }
 
+/* The sites of the probes just added in one object: past its leading single-stepped
+ * instructions where that is safe (elf/site.h). Go code is left alone (entry-only, and its
+ * stack checks branch back to the entry). */
+static void place(struct probe_table *t, const int *ids, size_t n, const struct mapped_object *o,
+		  const struct elf_syms *syms)
+{
+	struct site_move *m = xcalloc(n + 1, sizeof(*m));
+	int *which = xcalloc(n + 1, sizeof(*which));
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct probe *p = &t->v[ids[i]];
+
+		if (p->placed)
+			continue;
+		p->placed = true;
+		m[k].func = p->offset;
+		m[k].size = syms->is_go ? 0 : p->size;
+		m[k].keep_args = p->cfg.flags & (PROBE_ARGS | PROBE_NAME_FROM);
+		which[k++] = ids[i];
+	}
+	if (k)
+		site__choose_in(o->open_path, syms, m, k);
+	for (size_t i = 0; i < k; i++) {
+		struct probe *p = &t->v[which[i]];
+
+		if (!m[i].delta)
+			continue;
+		p->site = p->offset + m[i].delta;
+		p->site_past = xstrdup(m[i].skipped);
+		pr_debug("%s:%s: probes at +%u, past %s", p->object, p->function, m[i].delta,
+			 m[i].skipped);
+	}
+	free(which);
+	free(m);
+}
+
 int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
 		    unsigned int flags, struct probe_table *table, struct attach_sites *sites,
 		    char *err, size_t errlen)
 {
 	struct sym_cache cache = { 0 };
 	struct usdt_cache ucache = { 0 };
-	int ret = 0, warned_go = 0;
+	int ret = 0, warned_go = 0, *ids = NULL;
+	size_t nids;
 	int warned_switch = 0; /* the last pid warned about */
 
 	for (size_t s = 0; s < specs->cnt && !ret; s++) {
@@ -424,6 +467,7 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 					continue;
 				}
 				syms = sym_cache__get(&cache, o);
+				nids = 0;
 				for (size_t k = 0; syms && k < syms->cnt; k++) {
 					const struct elf_sym *sym = &syms->syms[k];
 					bool eo;
@@ -448,10 +492,19 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 					     syms->is_go ||
 					     switches_stacks(&cache, &targets[t], &warned_switch);
 					id = probe_table__add(table, spec, o, sym, eo);
-					eo = table->v[id].cfg.flags & PROBE_ENTRY_ONLY;
-					site__add(sites, flags & RESOLVE_SHARED ? 0 : targets[t].pid, o,
-						  sym->offset, id, eo);
+					ids = xrealloc(ids, nids + 1, sizeof(*ids));
+					ids[nids++] = id;
 					matched = true;
+				}
+				if (!nids)
+					continue;
+				place(table, ids, nids, o, syms);
+				for (size_t k = 0; k < nids; k++) {
+					const struct probe *p = &table->v[ids[k]];
+
+					site__add(sites, flags & RESOLVE_SHARED ? 0 : targets[t].pid, o,
+						  p->site, ids[k],
+						  p->cfg.flags & PROBE_ENTRY_ONLY);
 				}
 			}
 		}
@@ -478,6 +531,7 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 			ret = -ENOENT;
 		}
 	}
+	free(ids);
 	sym_cache__free(&cache);
 	usdt_cache__free(&ucache);
 	return ret;
@@ -489,6 +543,7 @@ void probe_table__free(struct probe_table *table)
 		free(table->v[i].name);
 		free(table->v[i].function);
 		free(table->v[i].object);
+		free(table->v[i].site_past);
 	}
 	free(table->v);
 	table->v = NULL;

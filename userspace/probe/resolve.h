@@ -18,6 +18,11 @@ struct probe {
 	dev_t dev;
 	ino_t ino;
 	uint64_t offset; /* file offset of the function */
+	uint64_t size;	 /* the function's size (st_size; 0: unknown) */
+	uint64_t site;	 /* file offset the probes go on: offset, or past single-stepped
+			  * instructions (elf/site.h) */
+	char *site_past; /* what the site moved past ("endbr64"), or NULL */
+	bool placed;	 /* site chosen */
 	const struct probe_spec *spec;
 	struct probe_cfg cfg; /* what the BPF programs capture: spec's arguments, in order */
 	int queue_slot;	      /* index in the captured arguments of the queue's identity */

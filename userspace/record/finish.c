@@ -213,6 +213,10 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		cJSON_AddStringToObject(o, "category", category__name(p->cat));
 		cJSON_AddStringToObject(o, "name", p->name);
 		cJSON_AddNumberToObject(o, "offset", p->offset);
+		if (p->site != p->offset) { /* moved past single-stepped instructions */
+			cJSON_AddNumberToObject(o, "site_offset", p->site);
+			cJSON_AddStringToObject(o, "site_past", p->site_past);
+		}
 		cJSON_AddItemToArray(a, o);
 	}
 	o = cJSON_AddObjectToObject(m, "counts");
@@ -235,9 +239,9 @@ static enum insn_class probe_site_class(struct recording *r, const struct probe 
 			if (o->dev != p->dev || o->ino != p->ino)
 				continue;
 			if (!access(o->open_path, R_OK))
-				return overhead__site_class(o->open_path, p->offset);
+				return overhead__site_class(o->open_path, p->site);
 			if (!access(o->path, R_OK)) /* the target is gone: its map_files too */
-				return overhead__site_class(o->path, p->offset);
+				return overhead__site_class(o->path, p->site);
 		}
 	return INSN_STEPPED;
 }

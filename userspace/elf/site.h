@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* Where the probes on a function go. A uprobe on an instruction the kernel cannot emulate
+ * (endbr64, test, mov, ...) is single-stepped, about ten times the cost of an emulated one
+ * (insn.h). When a function starts with such instructions, its entry and return probes can
+ * move to the first emulated instruction after them, where every call still passes, when
+ * that is provably the same as probing the first instruction:
+ *   - no instruction before the new site branches, calls, returns or traps;
+ *   - none writes rsp (the return probe takes the return address from [rsp] at its site);
+ *   - none writes an argument register, when the probe reads arguments there;
+ *   - nothing jumps into the skipped bytes or onto the new site: no branch of the function
+ *     itself (decoded whole, with capstone), no jump table in it (its targets are unknown),
+ *     and no rel8/rel32 branch anywhere else in the object's code (every byte position is
+ *     read as a possible branch: a false alarm only keeps the original site).
+ * Otherwise the site stays at the function's first instruction. */
+#ifndef TRACER_SITE_H
+#define TRACER_SITE_H
+
+#include "elf/insn.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SITE_MAX_SKIP 8 /* instructions skipped at most */
+#define SITE_MAX_SKIP_TEXT "8"
+
+/* An object's executable bytes, addressed by file offset (what uprobes use). */
+struct code_view {
+	uint8_t *map; /* the whole file, read-only */
+	size_t map_len;
+	struct {
+		uint64_t off, len;
+	} seg[4]; /* its executable PT_LOAD segments, in the file */
+	size_t nseg;
+	/* the object's symbols' file offsets, sorted (set by the caller): another entry point
+	 * in the skipped bytes keeps the site too */
+	const uint64_t *entries;
+	size_t nentries;
+};
+
+int code_view__open(struct code_view *v, int fd);
+/* Over bytes already in memory (tests): one executable segment at file offset base. */
+void code_view__init_mem(struct code_view *v, const uint8_t *code, size_t len, uint64_t base);
+void code_view__close(struct code_view *v);
+/* The executable bytes from off to the end of its segment (NULL, 0 when off is in none). */
+const uint8_t *code_view__at(const struct code_view *v, uint64_t off, size_t *len);
+
+struct site_move {
+	/* in */
+	uint64_t func;	/* the function's file offset */
+	uint64_t size;	/* its size (st_size); 0, unknown: never moved */
+	bool keep_args; /* the probe reads argument registers at its site */
+	/* out */
+	enum insn_class first; /* of the function's first instruction */
+	enum insn_class cls;   /* of the instruction at the site */
+	uint32_t delta;	       /* the site, in bytes past func (0: not moved) */
+	char skipped[64];      /* what the probes moved past: "endbr64", "test; mov" */
+	const char *why_not;   /* first single-stepped and not moved: why (static text) */
+};
+
+/* Chooses each function's site; one pass over the object's code checks the jumps from
+ * elsewhere for all of them. */
+void site__choose(const struct code_view *v, struct site_move *m, size_t n);
+
+struct elf_syms;
+/* site__choose on the object at path, whose symbols are syms (the other entry points). On an
+ * error (-errno) every site stays where it is, classified by its first instruction. */
+int site__choose_in(const char *path, const struct elf_syms *syms, struct site_move *m,
+		    size_t n);
+
+#endif
