@@ -146,13 +146,15 @@ class Loop:
         self.orig = self.byte()
 
     def byte(self):
+        """The function's first 16 bytes: where the probes go (its first instruction, or one
+        after single-stepped ones when tracer moves them)."""
         with open(f"/proc/{self.pid}/mem", "rb", buffering=0) as f:
             f.seek(self.addr)
-            return f.read(1)
+            return f.read(16)
 
     def wait_probed(self, timeout=30, settle=0.3):
-        """Until the probed function's first byte changes (a probe is in), then a little more:
-        every tool attaches its entry and return probes at that one address."""
+        """Until a byte at the probed function's start changes (a probe is in), then a little
+        more: every tool attaches its entry and return probes at that one address."""
         deadline = time.monotonic() + timeout
         while self.byte() == self.orig:
             if time.monotonic() > deadline:
@@ -693,6 +695,13 @@ def bench_python():
     python_frames.run(sys.modules[__name__])
 
 
+def bench_sites():
+    """1c. moved probe sites (bench/sites.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import sites
+    sites.run(sys.modules[__name__])
+
+
 def bench_frameworks():
     """8. the default packs on the framework pipelines (bench/frameworks.py)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -711,7 +720,7 @@ def main():
     ap.add_argument("--output", default=os.path.join(ROOT, ".output"))
     ap.add_argument("--quick", action="store_true", help="shorter runs (noisier)")
     ap.add_argument("--results", default=None, help="write the table here (markdown)")
-    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,2,3,4,5,6,7,8")
+    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,1c,2,3,4,5,6,7,8")
     ap.add_argument("--compare-tracer", default=None,
                     help="another tracer binary to add to row 1 (e.g. a build without a change)")
     a = ap.parse_args()
@@ -737,7 +746,8 @@ def main():
     started, t0 = datetime.datetime.now(), time.monotonic()
     LOAD[0] = loadavg()
     TMP = tempfile.mkdtemp(prefix="tracer-bench-", dir="/var/tmp")
-    steps = [("1", bench_cost), ("1b", bench_insn_classes), ("2", bench_sustained),
+    steps = [("1", bench_cost), ("1b", bench_insn_classes), ("1c", bench_sites),
+             ("2", bench_sustained),
              ("3", bench_writer), ("4", bench_attach), ("5", bench_memory), ("6", bench_ffmpeg),
              ("7", bench_python), ("8", bench_frameworks)]
     try:

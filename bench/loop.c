@@ -8,6 +8,9 @@
  *   bench_nopl   nopl (%rax)        a 3-byte nop
  *   bench_nop5   nopl 0(%rax,%rax)  a 5-byte nop: kernels >= 6.18 rewrite the site into a call
  *   bench_endbr  endbr64            what -fcf-protection puts first: single-stepped
+ *   bench_endbr_push  endbr64; push %rbp       tracer moves its probes to the push (+4)
+ *   bench_test_jcc    test $1,%dil; je (an early return for even x, every other call)
+ *                                              tracer moves its probes to the jcc (+4)
  *
  * Usage: loop [-f FUNC] [-t THREADS] [-n CALLS | -s SECONDS] [-r RATE] [-w]
  *   -n CALLS    calls per thread (default 1000000)
@@ -43,7 +46,11 @@ __asm__(".text\n"
 	FUNC("bench_nop", "nop\nlea 1(%rdi),%eax\nret\n")
 	FUNC("bench_nopl", ".byte 0x0f,0x1f,0x00\nlea 1(%rdi),%eax\nret\n")
 	FUNC("bench_nop5", ".byte 0x0f,0x1f,0x44,0x00,0x00\nlea 1(%rdi),%eax\nret\n")
-	FUNC("bench_endbr", ".byte 0xf3,0x0f,0x1e,0xfa\nlea 1(%rdi),%eax\nret\n"));
+	FUNC("bench_endbr", ".byte 0xf3,0x0f,0x1e,0xfa\nlea 1(%rdi),%eax\nret\n")
+	FUNC("bench_endbr_push", "endbr64\npush %rbp\nmov %rsp,%rbp\nlea 1(%rdi),%eax\npop %rbp\n"
+				 "ret\n")
+	FUNC("bench_test_jcc", "test $1,%dil\nje 1f\npush %rbp\nmov %rsp,%rbp\n"
+			       "lea 1(%rdi),%eax\npop %rbp\nret\n1:\nlea 1(%rdi),%eax\nret\n"));
 
 int bench_push(int x);
 int bench_step(int x);
@@ -51,6 +58,8 @@ int bench_nop(int x);
 int bench_nopl(int x);
 int bench_nop5(int x);
 int bench_endbr(int x);
+int bench_endbr_push(int x);
+int bench_test_jcc(int x);
 
 typedef int (*func_t)(int);
 
@@ -60,6 +69,7 @@ static const struct {
 } funcs[] = {
 	{ "bench_push", bench_push }, { "bench_step", bench_step }, { "bench_nop", bench_nop },
 	{ "bench_nopl", bench_nopl }, { "bench_nop5", bench_nop5 }, { "bench_endbr", bench_endbr },
+	{ "bench_endbr_push", bench_endbr_push }, { "bench_test_jcc", bench_test_jcc },
 };
 
 static func_t volatile fn;

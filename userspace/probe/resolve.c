@@ -405,9 +405,17 @@ static bool misspelled_object(const struct probe_spec *spec, const struct target
 static void place(struct probe_table *t, const int *ids, size_t n, const struct mapped_object *o,
 		  const struct elf_syms *syms)
 {
-	struct site_move *m = xcalloc(n + 1, sizeof(*m));
-	int *which = xcalloc(n + 1, sizeof(*which));
+	struct site_move *m;
+	int *which;
 	size_t k = 0;
+
+	if (getenv("TRACER_NO_SITE_MOVE")) { /* the first instruction, as before: to compare */
+		for (size_t i = 0; i < n; i++)
+			t->v[ids[i]].placed = true;
+		return;
+	}
+	m = xcalloc(n + 1, sizeof(*m));
+	which = xcalloc(n + 1, sizeof(*which));
 
 	for (size_t i = 0; i < n; i++) {
 		struct probe *p = &t->v[ids[i]];
