@@ -206,8 +206,10 @@ def tool_cmds(name, pid, func):
     if name == "floor+stats":
         return [os.path.join(BENCH, "floor"), "-p", str(pid), "-f", func, "-c"]
     if name in ("tracer", "tracer2"):
+        # no overhead budget: a loop of probed calls is all overhead, which is what is measured
         return [TRACER if name == "tracer" else TRACER2, "-p", str(pid), "-u",
-                f"other:loop:{func}", "-o", os.path.join(TMP, "cost.json")]
+                f"other:loop:{func}", "-o", os.path.join(TMP, "cost.json")] + \
+            (["--max-overhead", "0"] if name == "tracer" else [])
     if name == "bpftrace":
         prog = (f'uprobe:{loop}:{func} {{ @s[tid] = nsecs; }} '
                 f'uretprobe:{loop}:{func} /@s[tid]/ {{ printf("%d %d\\n", tid, nsecs - @s[tid]); '
@@ -381,7 +383,8 @@ def record_loop(loop_args, out, extra=()):
     """tracer on a loop target from go to exit. Returns (loop result, metadata, tracer cpu s over
     the recording, recording wall s, tracer Proc)."""
     loop = Loop(*loop_args)
-    proc = Proc([TRACER, "-p", str(loop.pid), "-u", "other:loop:bench_push", "-o", out]
+    proc = Proc([TRACER, "-p", str(loop.pid), "-u", "other:loop:bench_push", "--max-overhead", "0",
+                 "-o", out]
                 + list(extra))
     try:
         proc.wait_ready()
@@ -509,7 +512,7 @@ def wait_maps(pid, what, timeout=10):
 
 def attach_detach(pid, specs, env=None, timeout=120):
     out = os.path.join(TMP, "attach.json")
-    args = [TRACER, "-p", str(pid), "-o", out]
+    args = [TRACER, "-p", str(pid), "--max-overhead", "0", "-o", out]
     for s in specs:
         args += ["-u", s]
     t0 = time.monotonic()
@@ -601,7 +604,7 @@ def ffmpeg_run(inp, tracer_args, out):
         os.kill(p.pid, signal.SIGSTOP)
         cpu0 = cpu_of(p.pid)
         if tracer_args is not None:
-            proc = Proc([TRACER, "-p", str(p.pid), "-o", out] + tracer_args)
+            proc = Proc([TRACER, "-p", str(p.pid), "--max-overhead", "0", "-o", out] + tracer_args)
             proc.wait_ready()
         else:
             time.sleep(0.3)

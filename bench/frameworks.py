@@ -30,7 +30,8 @@ def framework_run(b, cmd, tracer_args=None, out=None):
     target = b.Proc(cmd)
     tr = None
     if tracer_args is not None:
-        tr = b.Proc([b.TRACER, "-p", str(target.pid), "-o", out] + tracer_args)
+        tr = b.Proc([b.TRACER, "-p", str(target.pid), "--max-overhead", "0", "-o", out] +
+                    tracer_args)
     target.wait(600)
     wall = time.monotonic() - t0
     share = None

@@ -18,7 +18,8 @@ def traced_run(b, argv, seconds, tracer_args, out):
             raise RuntimeError(f"{os.path.basename(argv[1])} did not start: {w}")
         pid = int(w[1])
         if tracer_args is not None:
-            tr = b.Proc([b.TRACER, "-p", str(pid), "-o", out] + tracer_args)
+            tr = b.Proc([b.TRACER, "-p", str(pid), "--max-overhead", "0", "-o", out] +
+                        tracer_args)
             tr.wait_ready()
         os.kill(pid, signal.SIGUSR1)
         res, _ = p.communicate(timeout=seconds + 120)

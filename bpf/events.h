@@ -40,6 +40,8 @@ enum probe_flags {
 	PROBE_RET = 8,	     /* capture the return value */
 	PROBE_USDT = 16,     /* a USDT probe: arguments as usdt_cfgs describes them */
 	PROBE_PY_WAIT = 32,  /* a wait inside CPython (a lock, the GIL): see PY_WAIT_MIN_NS */
+	PROBE_SHED = 64,     /* over the overhead budget: being detached; new calls are ignored,
+			      * the calls under way still end */
 };
 
 enum usdt_arg_kind_bpf {

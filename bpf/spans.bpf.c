@@ -33,6 +33,9 @@ static __always_inline bool traced_process(bool entry)
  * may come from a call entered before its entry probe was attached; while detaching or paused,
  * entries are not pushed, so that every frame pushed still meets its return. */
 volatile __u32 phase = PHASE_ATTACHING;
+/* Links being made again without shed probes (record/budget.c): a return whose entry fell in
+ * the gap is expected, not counted. */
+volatile __u32 relinking = 0;
 
 /* Closes frames the thread can no longer be inside: those at or below stack pointer sp.
  * A longjmp, or the kernel's 64-deep return limit, leaves such frames without a return. */
@@ -140,7 +143,7 @@ int BPF_KPROBE(span_enter)
 	if (phase >= PHASE_DETACHING || !traced_process(true))
 		return 0;
 	cfg = bpf_map_lookup_elem(&probe_cfgs, &id);
-	if (!cfg)
+	if (!cfg || (cfg->flags & PROBE_SHED))
 		return 0;
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -185,6 +188,14 @@ int BPF_KPROBE(span_enter)
 	return 0;
 }
 
+/* A return of a call whose entry was ignored because its probe is being shed: expected. */
+static __always_inline bool shed_probe(__u32 id)
+{
+	const struct probe_cfg *cfg = bpf_map_lookup_elem(&probe_cfgs, &id);
+
+	return cfg && (cfg->flags & PROBE_SHED);
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(span_exit)
 {
@@ -223,7 +234,7 @@ int BPF_KRETPROBE(span_exit)
 	st->depth = top;
 	return 0;
 unmatched:
-	if (phase == PHASE_RECORDING)
+	if (phase == PHASE_RECORDING && !relinking && !shed_probe(bpf_get_attach_cookie(ctx)))
 		count(CNT_UNMATCHED_RETS);
 	return 0;
 }

@@ -26,7 +26,7 @@ class Loop:
         w = self.p.stdout.readline().split()
         assert w and w[0] == "ready", w
         self.pid, self.addr = int(w[1]), int(w[2], 16)
-        self.orig = self.code(1)
+        self.orig = self.code(16)
 
     def code(self, n):
         with open(f"/proc/{self.pid}/mem", "rb", buffering=0) as f:
@@ -35,7 +35,7 @@ class Loop:
 
     def wait_probed(self):
         deadline = time.monotonic() + 10
-        while self.code(1) == self.orig:
+        while self.code(16) == self.orig:  # a probe: on the first instruction, or moved
             assert time.monotonic() < deadline, "no probe showed up at the function"
             time.sleep(0.01)
 
@@ -56,6 +56,8 @@ def test_loop_first_instructions(tmp):
         "bench_nopl": bytes([0x0f, 0x1f, 0x00]),
         "bench_nop5": bytes([0x0f, 0x1f, 0x44, 0x00, 0x00]),
         "bench_endbr": bytes([0xf3, 0x0f, 0x1e, 0xfa]),
+        "bench_endbr_push": bytes([0xf3, 0x0f, 0x1e, 0xfa, 0x55]),
+        "bench_test_jcc": bytes([0x40, 0xf6, 0xc7, 0x01, 0x74]),
     }
     for func, code in want.items():
         loop = Loop("-f", func, "-n", 1)
@@ -93,7 +95,8 @@ def test_floor_counts_every_call_perf_uprobes(tmp):
 def record_loop(tmp, func, threads, calls, rate):
     out = os.path.join(tmp, f"{func}.json")
     loop = Loop("-f", func, "-t", threads, "-n", calls, "-r", rate)
-    p = start_tracer("-p", loop.pid, "-u", f"other:loop:{func}", "-o", out)
+    # no overhead budget: the loop's calls are all it does
+    p = start_tracer("-p", loop.pid, "-u", f"other:loop:{func}", "--max-overhead", "0", "-o", out)
     loop.wait_probed()
     assert loop.run() == threads * calls
     status, err = finish_tracer(p)

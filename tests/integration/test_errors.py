@@ -107,18 +107,30 @@ def test_unreadable_packs_folder(tmp):
 
 
 def test_functions_the_kernel_refuses(tmp):
-    """pthread_spin_lock starts with an instruction uprobes cannot take (ENOTSUPP, "Unknown
-    error 524" raw): the others are traced and a warning names it; alone, one clear line."""
+    """pthread_spin_lock starts with an instruction uprobes cannot take (`lock decl`: ENOTSUPP,
+    "Unknown error 524" raw). Its probes move past it (to the `jne`) and it is traced; on its
+    first instruction (TRACER_NO_SITE_MOVE) the others are traced and a warning names it, and
+    alone it is one clear line."""
     pl, pid = start_pipeline("--frames", "1")
     out = os.path.join(tmp, "t.json")
     rc, err = run_tracer("-p", pid, "-d", "0.3", "-o", out, "-u",
-                         "other:libc.so.6:pthread_spin_*")
+                         "other:libc.so.6:pthread_spin_lock")
+    assert rc == 0 and "refused" not in err, err
+    site = [p for p in lib.load_trace(out)[0]["metadata"]["probes"]
+            if p["function"] == "pthread_spin_lock"]
+    assert site and site[0].get("site_past") == "lock dec", site
+
+    def unmoved(*args):
+        p = subprocess.run([lib.TRACER, *map(str, args)], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, TRACER_NO_SITE_MOVE="1"))
+        return p.returncode, p.stderr
+
+    rc, err = unmoved("-p", pid, "-d", "0.3", "-o", out, "-u", "other:libc.so.6:pthread_spin_*")
     assert rc == 0, err
     assert "refused uprobes on 1 function (ENOTSUPP: an instruction uprobes cannot handle): " \
         "pthread_spin_lock; traced without it" in err, err
     assert re.search(r"recording \d+ functions", err), err
-    rc, err = run_tracer("-p", pid, "-d", "0.3", "-o", out, "-u",
-                         "other:libc.so.6:pthread_spin_lock")
+    rc, err = unmoved("-p", pid, "-d", "0.3", "-o", out, "-u", "other:libc.so.6:pthread_spin_lock")
     assert rc == 1 and "refused uprobes on every function matched" in one_line(err), err
     assert "524" not in err
     assert wait_probes_gone()

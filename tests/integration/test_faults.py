@@ -313,7 +313,8 @@ def overflow_run(tmp):
     log, out = os.path.join(tmp, "gt.log"), os.path.join(tmp, "o.json")
     pl, pid = start_pipeline("--bottleneck", "none", "--read-us", "0", "--decode-us", "0",
                              "--op-us", "0", "--write-us", "0", "--frames", "200000", log=log)
-    tr = start_tracer_raw("-p", pid, "-P", pack(), "-o", out, "--buffer-size", "1")
+    tr = start_tracer_raw("-p", pid, "-P", pack(), "-o", out, "--buffer-size", "1",
+                          "--max-overhead", "0")
     sigusr1(pid)
     # the reader may keep up with this rate; stopping it for a second makes the overflow sure
     time.sleep(1)
@@ -607,7 +608,9 @@ def test_load_16_threads_60s(tmp):
     log, out = os.path.join(tmp, "gt.log"), os.path.join(tmp, "load.json")
     p, pid = start_target(target("hammer"), "--wait-signal", "--threads", "16", "--seconds",
                           "60", "--log", log)
-    tr = start_tracer_raw("-p", pid, "-u", "other:hammer:hammer_*", "-o", out)
+    # no overhead budget: the load is the point
+    tr = start_tracer_raw("-p", pid, "-u", "other:hammer:hammer_*", "--max-overhead", "0", "-o",
+                          out)
     sigusr1(pid)
     rc, _, err = wait_exit(p, timeout=180)
     assert rc == 0, err
@@ -639,7 +642,7 @@ def test_stops_when_asked_under_full_load(tmp):
     sigusr1(pid)
     for how in ("-d", "SIGINT"):
         out = os.path.join(tmp, f"s{how}.json")
-        args = ["-p", pid, "-u", "other:hammer:hammer_*", "-o", out]
+        args = ["-p", pid, "-u", "other:hammer:hammer_*", "--max-overhead", "0", "-o", out]
         tr = start_tracer_raw(*args, *(["-d", "1"] if how == "-d" else []))
         if how == "SIGINT":
             time.sleep(1)

@@ -112,3 +112,53 @@ def test_moved_libc_sites_on_a_real_program(tmp):
     # the reads of the three worker threads, each its own
     readers = collections.Counter(e["tid"] for e in spans(trace) if e["name"] == "read")
     assert sum(n >= 2000 for n in readers.values()) >= 3, readers
+
+
+def paced_run(tmp, *tracer_args):
+    """prologues --pace 4 launched under tracer probing cet_work (once a round) and sub_rsp (300
+    times a round, single-stepped: ~3 ms a round traced, against a 1 ms sleep)."""
+    out = os.path.join(tmp, "paced.json")
+    p = subprocess.run([lib.TRACER, "-u", "other:prologues:cet_work", "-u",
+                        "other:prologues:sub_rsp", *tracer_args, "-o", out, "--",
+                        target("prologues"), "--pace", "4"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rounds = int(re.search(r"rounds (\d+)", p.stdout).group(1))
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    return trace, p.stderr, rounds
+
+
+def test_budget_sheds_the_costliest_probe(tmp):
+    """Over the default --max-overhead (10%) for a second, the function that costs most
+    (sub_rsp) is no longer probed and the target gets its pace back; the cheap one (cet_work)
+    is still recorded, call for call but for the moment its link is made again; the warning, the summary, an instant in the trace and the
+    metadata say so. With --max-overhead 0 nothing is shed."""
+    trace, err, rounds = paced_run(tmp)
+    meta = trace["metadata"]
+    assert meta["max_overhead"] == 0.10
+    assert meta["shed"]["functions"] == ["sub_rsp"], meta.get("shed")
+    at = meta["shed"]["at_ns"] / 1000  # µs, as the trace's ts
+    assert 900_000 <= at <= 3_000_000, at  # over for a second, checked every half second
+    assert re.search(r"warning: probes cost the target [\d.]+% of its CPU time, over the "
+                     r"--max-overhead budget of 10%: stopped probing 1 function \(sub_rsp", err)
+    assert re.search(r"^budget: 1 function no longer probed from [\d.]+s .*: sub_rsp$", err, re.M)
+    marks = [e for e in trace["traceEvents"] if e["name"] == "probes shed (over --max-overhead)"]
+    assert len(marks) == 1 and abs(marks[0]["ts"] - at) < 1000, marks
+    c = meta["counts"]
+    assert c["unmatched_returns"] == 0, c
+    work = sorted(e["ts"] for e in spans(trace) if e["name"] == "cet_work")
+    stepped = [e for e in spans(trace) if e["name"] == "sub_rsp"]
+    # every call of the kept probe, but for those in the moment its link was made again
+    # without the shed one (about a round a millisecond)
+    relink_ms = meta["shed"]["relink_ns"] / 1e6
+    assert rounds - relink_ms - 3 <= len(work) <= rounds, (len(work), rounds, relink_ms)
+    assert stepped and max(e["ts"] for e in stepped) < at + 500_000
+    # the pace: rounds per second in the second before the shed, and the last second
+    before = sum(at - 1_000_000 <= t < at for t in work)
+    after = sum(work[-1] - 1_000_000 <= t for t in work)
+    assert after >= 2 * before, (before, after)
+    # no budget: every call recorded, nothing shed
+    trace, err, rounds = paced_run(tmp, "--max-overhead", "0")
+    assert "shed" not in trace["metadata"] and "budget:" not in err
+    assert sum(e["name"] == "sub_rsp" for e in spans(trace)) == 300 * rounds

@@ -9,9 +9,15 @@
  * and cet_work, a C function built with -fcf-protection=full (endbr64 first).
  * Calls each N times with arguments 0, 1, 2, 0, ..., then prints how many calls each got:
  *   prologues N
- *   calls endbr_push N ... */
+ *   calls endbr_push N ...
+ * Or, for the overhead budget, a paced loop for SECONDS: each round calls cet_work once, then
+ * sub_rsp (single-stepped: ~10 us a call when probed) 300 times, then sleeps 1 ms; prints
+ * "rounds R" at the end:
+ *   prologues --pace SECONDS */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #define FUNC(name, body)                                                                   \
 	".p2align 4\n.globl " name "\n.type " name ",@function\n" name ":\n" body             \
@@ -43,6 +49,33 @@ __attribute__((noinline)) int cet_work(int x)
 	return y;
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int pace(double seconds)
+{
+	struct timespec ms = { 0, 1000 * 1000 };
+	double end = now_s() + seconds;
+	long rounds = 0, sum = 0;
+
+	printf("ready\n");
+	fflush(stdout);
+	while (now_s() < end) {
+		sum += cet_work(1);
+		for (int i = 0; i < 300; i++)
+			sum += sub_rsp(i);
+		nanosleep(&ms, NULL);
+		rounds++;
+	}
+	printf("rounds %ld sum %ld\n", rounds, sum);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -54,6 +87,8 @@ int main(int argc, char **argv)
 	int n = argc > 1 ? atoi(argv[1]) : 1000;
 	long sum = 0;
 
+	if (argc > 2 && !strcmp(argv[1], "--pace"))
+		return pace(atof(argv[2]));
 	for (int i = 0; i < n; i++)
 		for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++)
 			sum += fns[f].fn(i % 3);

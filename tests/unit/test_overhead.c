@@ -22,33 +22,18 @@ static void test_classify(void)
 		[32] = 0x0f, 0x1f, 0x44, 0x00, 0x00,
 	};
 	char path[] = "/tmp/test_overhead.XXXXXX";
-	uint64_t offsets[] = { 0, 16, 32, 4096 }, cookies[] = { 2, 0, 1, 3 };
-	struct attach_site site = { .pid = 1, .path = path, .object = "x", .offsets = offsets,
-				    .cookies = cookies, .cnt = 4 };
-	struct attach_sites sites = { .v = &site, .cnt = 1 };
-	struct overhead o = { .stats_fd = -1 };
 	int fd = mkstemp(path);
 
 	CHECK(fd >= 0);
 	CHECK(write(fd, code, sizeof(code)) == sizeof(code));
 	close(fd);
-	overhead__classify(&o, &sites);
-	CHECK(overhead__probe_class(&o, 2) == INSN_EMULATED);
-	CHECK(overhead__probe_class(&o, 0) == INSN_STEPPED);
-	CHECK(overhead__probe_class(&o, 1) == INSN_OPTIMIZED);
-	/* past the end of the file, never named by a site, out of range: the expensive kind */
-	CHECK(overhead__probe_class(&o, 3) == INSN_STEPPED);
-	CHECK(overhead__probe_class(&o, 4) == INSN_STEPPED);
-	CHECK(overhead__probe_class(&o, 999) == INSN_STEPPED);
-	CHECK(overhead__site_class("/nonexistent", 0) == INSN_STEPPED);
+	CHECK(overhead__site_class(path, 0) == INSN_EMULATED);
+	CHECK(overhead__site_class(path, 16) == INSN_STEPPED);
 	CHECK(overhead__site_class(path, 32) == INSN_OPTIMIZED);
-	/* probes found later (--follow, dlopen) get a class when they are attached */
-	overhead__set_class(&o, 200, INSN_EMULATED);
-	CHECK(overhead__probe_class(&o, 200) == INSN_EMULATED);
-	CHECK(overhead__probe_class(&o, 199) == INSN_STEPPED);
-	CHECK(overhead__probe_class(&o, 2) == INSN_EMULATED);
+	/* past the end of the file, or no file: the expensive kind */
+	CHECK(overhead__site_class(path, 4096) == INSN_STEPPED);
+	CHECK(overhead__site_class("/nonexistent", 0) == INSN_STEPPED);
 	unlink(path);
-	free(o.probe_class);
 }
 
 /* Calibrates, then runs empty probes on unit_site with the statistics on: the runs are counted

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* tracer record: options and usage of a recording; the recording itself is record/record.c. */
 #include "cmd/commands.h"
+#include "record/budget.h"
 #include "record/record.h"
 #include "python/py_session.h"
 #include "util/util.h"
@@ -50,6 +51,9 @@ static const char usage_text[] =
 	"      --start-paused       attach but record nothing until SIGUSR1; SIGUSR1 toggles\n"
 	"      --buffer-size MB     ring buffer size, a power of two (default 8)\n"
 	"      --max-size SIZE      stop when the file reaches SIZE (500M, 2G); the file stays valid\n"
+	"      --max-overhead PCT   when the probes cost the target more than PCT% of its CPU time\n"
+	"                           for a second, stop probing the costliest functions (default 10;\n"
+	"                           0: never)\n"
 	"  -q, --quiet              no summary\n"
 	"  -v, --verbose            debug messages, libbpf's included\n"
 	"  -h, --help               this text\n"
@@ -122,6 +126,7 @@ enum record_option {
 	OPT_START_PAUSED,
 	OPT_FOLLOW,
 	OPT_MAX_SIZE,
+	OPT_MAX_OVERHEAD,
 	OPT_NO_PYTHON,
 	OPT_NO_PACK,
 	OPT_PY_RATE,
@@ -216,6 +221,15 @@ static int record_option(int c, struct record_opts *o, char **argv)
 					   "with k, M or G (500M)",
 					   optarg);
 		return 0;
+	case OPT_MAX_OVERHEAD: {
+		char *end;
+
+		o->max_overhead = strtod(optarg, &end);
+		if (end == optarg || *end || !(o->max_overhead >= 0 && o->max_overhead <= 1000))
+			return usage_error(NULL, "bad --max-overhead '%s': want a percentage of the "
+					   "target's CPU time (10), or 0 for no budget", optarg);
+		return 0;
+	}
 	case 'a':
 		o->system_wide = true;
 		return 0;
@@ -293,6 +307,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "start-paused", no_argument, NULL, OPT_START_PAUSED },
 		{ "follow", no_argument, NULL, OPT_FOLLOW },
 		{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+		{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "no-pack", required_argument, NULL, OPT_NO_PACK },
 		{ "py-rate", required_argument, NULL, OPT_PY_RATE },
@@ -318,7 +333,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 
 static int run(int argc, char **argv, bool top)
 {
-	struct record_opts opts = { .top = top };
+	struct record_opts opts = { .top = top, .max_overhead = BUDGET_DEFAULT_PCT };
 	int ret;
 
 	ret = parse_record(argc, argv, &opts);

@@ -116,10 +116,33 @@ static void refuse(struct attachment *a, uint64_t cookie, int e, bool ret)
 	a->refused[a->nrefused++] = (struct refused_probe){ cookie, e, ret };
 }
 
-static void keep_fd(struct attachment *a, int fd, bool ret)
+static uint64_t *copy_u64(const uint64_t *v, size_t n)
 {
+	uint64_t *c;
+
+	if (!v)
+		return NULL;
+	c = xcalloc(n, sizeof(*c));
+	memcpy(c, v, n * sizeof(*c));
+	return c;
+}
+
+static void keep_fd(struct attachment *a, int fd, bool ret, int pfd, const struct attach_site *s,
+		    size_t lo, size_t hi)
+{
+	struct link_range *r;
+
 	a->link_fds = xrealloc(a->link_fds, a->nfds + 1, sizeof(int));
 	a->link_is_return = xrealloc(a->link_is_return, a->nfds + 1, sizeof(bool));
+	a->ranges = xrealloc(a->ranges, a->nfds + 1, sizeof(*a->ranges));
+	r = &a->ranges[a->nfds];
+	r->prog_fd = pfd;
+	r->pid = s->pid;
+	r->path = xstrdup(s->path);
+	r->offsets = copy_u64(s->offsets + lo, hi - lo);
+	r->cookies = copy_u64(s->cookies + lo, hi - lo);
+	r->ref_ctr_offsets = s->ref_ctr_offsets ? copy_u64(s->ref_ctr_offsets + lo, hi - lo) : NULL;
+	r->cnt = hi - lo;
 	a->link_fds[a->nfds] = fd;
 	a->link_is_return[a->nfds++] = ret;
 }
@@ -136,7 +159,7 @@ static int attach_range(struct attachment *a, const struct attach_site *s, int p
 				      s->ref_ctr_offsets ? s->ref_ctr_offsets + lo : NULL,
 				      s->cookies + lo, hi - lo, s->pid, ret);
 	if (fd >= 0) {
-		keep_fd(a, fd, ret);
+		keep_fd(a, fd, ret, pfd, s, lo, hi);
 		return 0;
 	}
 	e = -errno;
@@ -204,6 +227,8 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 				return e;
 			}
 			a->links = xrealloc(a->links, a->nlinks + 1, sizeof(*a->links));
+			a->link_cookies = xrealloc(a->link_cookies, a->nlinks + 1, sizeof(uint64_t));
+			a->link_cookies[a->nlinks] = s->cookies[k];
 			a->links[a->nlinks++] = l;
 		}
 	}
@@ -242,7 +267,7 @@ static void close_links(struct attachment *a, bool ret)
 	bool *started = xcalloc(a->nfds, sizeof(bool));
 
 	for (size_t i = 0; i < a->nfds; i++) {
-		if (a->link_is_return[i] != ret)
+		if (a->link_is_return[i] != ret || a->link_fds[i] < 0)
 			continue;
 		started[i] = !pthread_create(&threads[i], NULL, close_fd,
 					     (void *)(intptr_t)a->link_fds[i]);
@@ -256,12 +281,98 @@ static void close_links(struct attachment *a, bool ret)
 	free(started);
 }
 
+static bool shed_id(const bool *shed, size_t nids, uint64_t id)
+{
+	return id < nids && shed[id];
+}
+
+/* Closes link i when it holds a shed probe; keeps what it held without them in its range. */
+static bool close_shed(struct attachment *a, size_t i, const bool *shed, size_t nids,
+		       bool *gone)
+{
+	struct link_range *r = &a->ranges[i];
+	size_t n = 0;
+
+	if (a->link_fds[i] < 0)
+		return false;
+	for (size_t k = 0; k < r->cnt; k++)
+		n += !shed_id(shed, nids, r->cookies[k]);
+	if (n == r->cnt)
+		return false;
+	close(a->link_fds[i]);
+	a->link_fds[i] = -1;
+	n = 0;
+	for (size_t k = 0; k < r->cnt; k++) {
+		if (shed_id(shed, nids, r->cookies[k])) {
+			gone[r->cookies[k]] = true;
+			continue;
+		}
+		r->offsets[n] = r->offsets[k];
+		r->cookies[n] = r->cookies[k];
+		if (r->ref_ctr_offsets)
+			r->ref_ctr_offsets[n] = r->ref_ctr_offsets[k];
+		n++;
+	}
+	r->cnt = n;
+	return true;
+}
+
+static void reattach(struct attachment *a, size_t i)
+{
+	struct link_range *r = &a->ranges[i];
+
+	if (r->cnt)
+		a->link_fds[i] = attach__uprobe_multi_ref(r->prog_fd, r->path, r->offsets,
+							  r->ref_ctr_offsets, r->cookies, r->cnt,
+							  r->pid, a->link_is_return[i]);
+	if (r->cnt && a->link_fds[i] < 0)
+		pr_warn("probing %zu functions of %s again failed: %s; they are no longer "
+			"recorded", r->cnt, r->path, strerror(errno));
+}
+
+size_t attach__shed(struct attachment *a, const bool *shed, size_t nids)
+{
+	bool *gone = xcalloc(nids + 1, sizeof(bool));
+	size_t n = 0;
+
+	/* entries first, each made again at once; then returns: a call that starts in an
+	 * entry's gap has only its return (not counted, see relinking in BPF), one that returns
+	 * in a return's gap ends as an incomplete span */
+	for (size_t i = 0; i < a->nfds; i++)
+		if (!a->link_is_return[i] && close_shed(a, i, shed, nids, gone))
+			reattach(a, i);
+	for (size_t i = 0; i < a->nfds; i++)
+		if (a->link_is_return[i] && close_shed(a, i, shed, nids, gone))
+			reattach(a, i);
+	for (size_t i = 0; i < a->nlinks; i++) {
+		if (!a->links[i] || !shed_id(shed, nids, a->link_cookies[i]))
+			continue;
+		bpf_link__destroy(a->links[i]);
+		a->links[i] = NULL;
+		gone[a->link_cookies[i]] = true;
+	}
+	for (size_t i = 0; i < nids; i++)
+		n += gone[i];
+	free(gone);
+	return n;
+}
+
 void attach__detach(struct attachment *a)
 {
 	close_links(a, false);
 	close_links(a, true);
 	for (size_t i = a->nlinks; i-- > 0;)
 		bpf_link__destroy(a->links[i]);
+	for (size_t i = 0; i < a->nfds; i++) {
+		free(a->ranges[i].path);
+		free(a->ranges[i].offsets);
+		free(a->ranges[i].cookies);
+		free(a->ranges[i].ref_ctr_offsets);
+	}
+	free(a->ranges);
+	free(a->link_cookies);
+	a->ranges = NULL;
+	a->link_cookies = NULL;
 	free(a->link_fds);
 	free(a->link_is_return);
 	free(a->links);

@@ -15,12 +15,23 @@
 struct bpf_program;
 struct bpf_link;
 
+/* What one uprobe_multi link holds: enough to make it again without some of its probes. */
+struct link_range {
+	int prog_fd;
+	int pid;
+	char *path;
+	uint64_t *offsets, *cookies, *ref_ctr_offsets; /* ref_ctr_offsets may be NULL */
+	size_t cnt;
+};
+
 struct attachment {
 	bool multi;
-	int *link_fds; /* uprobe_multi links */
+	int *link_fds; /* uprobe_multi links (-1: closed, every probe in it shed) */
 	bool *link_is_return;
+	struct link_range *ranges; /* what each holds */
 	size_t nfds;
-	struct bpf_link **links; /* the per-probe fallback */
+	struct bpf_link **links; /* the per-probe fallback (NULL: shed) */
+	uint64_t *link_cookies;	 /* the probe id of each */
 	size_t nlinks;
 	size_t nprobes; /* functions attached, counted once per process */
 	struct bpf_program *usdt_end;
@@ -55,6 +66,10 @@ bool attach__multi_supported(void);
  * Functions the kernel refuses one by one go to a->refused; any other failure is an error. */
 int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen);
+/* Stops probing the functions whose probe id is marked in shed[0..nids): their links are
+ * closed (which waits for the kernel, up to a few hundred ms) and made again without them,
+ * returns before entries. Returns how many probe ids were attached and are now gone. */
+size_t attach__shed(struct attachment *a, const bool *shed, size_t nids);
 /* USDT end sites (usdt_end) go to this program; without one they are skipped. */
 void attach__set_usdt_end(struct attachment *a, struct bpf_program *usdt_end);
 

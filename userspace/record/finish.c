@@ -223,14 +223,14 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 	for (int k = 0; k < CNT_MAX; k++)
 		cJSON_AddNumberToObject(o, counter_names[k], c[k]);
 	overhead__add_json(&r->overhead, m);
+	budget__add_json(r, m);
 	py_record__add_json(&r->py, m, c);
 	s = cJSON_PrintUnformatted(m);
 	cJSON_Delete(m);
 	return s;
 }
 
-/* The kind of site a probe traps on, from the first instruction in a file that maps it. */
-static enum insn_class probe_site_class(struct recording *r, const struct probe *p)
+enum insn_class recording__probe_class(const struct recording *r, const struct probe *p)
 {
 	for (size_t t = 0; t < r->tracked.ntargets; t++)
 		for (size_t i = 0; i < r->tracked.targets[t].nobjs; i++) {
@@ -260,12 +260,12 @@ static void finish_overhead(struct recording *r)
 	short_waits = c[CNT_SHORT_PY_WAITS];
 	for (size_t i = 0; i < r->tracked.probes.cnt && i < r->ncalls; i++)
 		if (r->calls_per_probe[i])
-			calls[probe_site_class(r, &r->tracked.probes.v[i])] += r->calls_per_probe[i];
+			calls[recording__probe_class(r, &r->tracked.probes.v[i])] += r->calls_per_probe[i];
 	/* the interpreter's short waits were hit (entry and return) but left no span: charged at
 	 * the site of the first such probe */
 	for (size_t i = 0; i < r->tracked.probes.cnt && short_waits; i++)
 		if (r->tracked.probes.v[i].cfg.flags & PROBE_PY_WAIT) {
-			calls[probe_site_class(r, &r->tracked.probes.v[i])] += short_waits;
+			calls[recording__probe_class(r, &r->tracked.probes.v[i])] += short_waits;
 			break;
 		}
 	bpf_object__for_each_program(prog, r->skel->obj) {
@@ -374,6 +374,8 @@ int recording__finish(struct recording *r)
 		print_summary(r, counters);
 	if (verbosity >= VERB_NORMAL)
 		overhead__print(stderr, &r->overhead);
+	if (verbosity >= VERB_NORMAL)
+		budget__print(r, stderr);
 	if (verbosity >= VERB_NORMAL)
 		/* the CPU time is the asked-for targets': no share when others were traced too */
 		py_record__print(&r->py, stderr, counters,

@@ -161,6 +161,7 @@ static void every_tick(struct recording *r, uint64_t now)
 	}
 	recording__read_counters(r, counters);
 	recording__mark_losses(r, now, counters);
+	budget__check(r, now);
 	r->last_tick = now;
 	if (r->py.session)
 		py_session__refresh_names(r->py.session);

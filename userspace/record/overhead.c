@@ -430,33 +430,6 @@ enum insn_class overhead__site_class(const char *path, uint64_t offset)
 	return n > 0 ? insn__classify(code, n) : INSN_STEPPED;
 }
 
-void overhead__set_class(struct overhead *o, uint32_t probe_id, enum insn_class c)
-{
-	if (probe_id >= o->nprobes) {
-		size_t n = probe_id + 64;
-
-		o->probe_class = xrealloc(o->probe_class, n, sizeof(*o->probe_class));
-		for (size_t i = o->nprobes; i < n; i++)
-			o->probe_class[i] = INSN_STEPPED; /* unread: assume the expensive kind */
-		o->nprobes = n;
-	}
-	o->probe_class[probe_id] = c;
-}
-
-void overhead__classify(struct overhead *o, const struct attach_sites *sites)
-{
-	for (size_t i = 0; i < sites->cnt; i++)
-		for (size_t k = 0; k < sites->v[i].cnt; k++)
-			overhead__set_class(o, sites->v[i].cookies[k],
-					    overhead__site_class(sites->v[i].path,
-								 sites->v[i].offsets[k]));
-}
-
-enum insn_class overhead__probe_class(const struct overhead *o, uint32_t probe_id)
-{
-	return probe_id < o->nprobes ? o->probe_class[probe_id] : INSN_STEPPED;
-}
-
 static void sample(struct overhead *o)
 {
 	for (size_t i = 0; i < o->npids; i++) {
@@ -635,8 +608,6 @@ void overhead__free(struct overhead *o)
 	free(o->pids);
 	free(o->cpu_start);
 	free(o->cpu_last);
-	free(o->probe_class);
 	o->pids = NULL;
 	o->cpu_start = o->cpu_last = NULL;
-	o->probe_class = NULL;
 }

@@ -47,8 +47,6 @@ struct overhead {
 	uint64_t *cpu_start, *cpu_last; /* utime+stime per target, ns */
 	uint64_t last_sample;
 	struct overhead_cal cal;
-	enum insn_class *probe_class; /* by probe id */
-	size_t nprobes;
 	/* results, from overhead__finish() */
 	bool done;
 	double span_bpf_ns;	/* uprobe programs: run on the target's threads */
@@ -70,11 +68,6 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 
 /* The class of the site at a file offset of an ELF file (INSN_STEPPED if it cannot be read). */
 enum insn_class overhead__site_class(const char *path, uint64_t offset);
-/* What kind of site probe id traps on; probes never given a class count as single-stepped. */
-void overhead__set_class(struct overhead *o, uint32_t probe_id, enum insn_class c);
-/* overhead__set_class() for every site to attach. */
-void overhead__classify(struct overhead *o, const struct attach_sites *sites);
-enum insn_class overhead__probe_class(const struct overhead *o, uint32_t probe_id);
 
 /* Reads the targets' CPU time at most every 20 ms (a target that exits keeps its last value)
  * and opens and closes the statistics windows. Call it from the event loop, every 10 ms or so. */

@@ -33,6 +33,7 @@ static void cleanup(struct recording *r)
 	tracer_bpf__destroy(r->skel);
 	consumer__free(&r->consumer);
 	overhead__free(&r->overhead);
+	budget__free(&r->budget);
 	py_record__free(&r->py);
 	free(r->calls_per_probe);
 	tracked__free(&r->tracked);
@@ -127,6 +128,7 @@ static int start(struct recording *r)
 	if (opts->start_paused)
 		consumer__pause(&r->consumer, true, r->t0);
 	recording__start_overhead(r);
+	budget__init(&r->budget, r->opts->max_overhead);
 	err = recording__attach_sched(r);
 	if (!err)
 		err = py_record__start(&r->py);

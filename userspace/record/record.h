@@ -28,6 +28,7 @@ struct record_opts {
 	bool system_wide; /* -a: every process that maps a probed object */
 	uint32_t buffer_mb;
 	uint64_t max_size; /* bytes; 0: no limit */
+	double max_overhead; /* --max-overhead, percent of the targets' CPU time; 0: none */
 	bool no_python;	   /* no Python frames, even in a CPython target */
 	unsigned int py_hz; /* the on-CPU tick that reads Python stacks */
 	bool top;	    /* tracer top: a live view; a file only with -o */

@@ -5,6 +5,7 @@
 #ifndef TRACER_RECORDING_H
 #define TRACER_RECORDING_H
 
+#include "record/budget.h"
 #include "record/consumer.h"
 #include "record/overhead.h"
 #include "record/record.h"
@@ -44,6 +45,7 @@ struct recording {
 	struct trace_writer *writer;
 	struct consumer consumer;
 	struct overhead overhead;
+	struct budget budget; /* --max-overhead */
 	struct py_record py; /* Python frames */
 	uint64_t *calls_per_probe; /* spans recorded per probe id: the entry hits, by site kind */
 	size_t ncalls;
@@ -62,6 +64,10 @@ struct recording {
 	int epfd, sigfd, timerfd;
 	char err[1024];
 };
+
+/* finish.c */
+/* The kind of site a probe traps on, from the instruction at its site in a file that maps it. */
+enum insn_class recording__probe_class(const struct recording *r, const struct probe *p);
 
 /* setup.c */
 int recording__open_targets(struct recording *r);
