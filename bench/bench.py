@@ -590,102 +590,12 @@ def bench_memory():
 # ---------------------------------------------------------------------------------------------
 # 6. ffmpeg decoding + scaling as fast as it can
 
-def ffmpeg_run(inp, tracer_args, out):
-    """Wall and CPU time (all threads, from wait4) of the fast pipeline from when it is
-    released; the tracer, if any, attaches while it is stopped just after its libraries are
-    mapped. Returns (wall s, cpu s, tracer stderr)."""
-    errf = open(os.path.join(TMP, "ffmpeg.err"), "w+")
-    p = subprocess.Popen(["ffmpeg", "-nostdin", "-loglevel", "error", "-i", inp, "-vf",
-                          "scale=320:240", "-f", "null", "-"], stdout=subprocess.DEVNULL,
-                         stderr=errf)
-    proc = None
-    try:
-        wait_maps(p.pid, "libswscale")
-        os.kill(p.pid, signal.SIGSTOP)
-        cpu0 = cpu_of(p.pid)
-        if tracer_args is not None:
-            proc = Proc([TRACER, "-p", str(p.pid), "--max-overhead", "0", "-o", out] + tracer_args)
-            proc.wait_ready()
-        else:
-            time.sleep(0.3)
-        t0 = time.monotonic()
-        os.kill(p.pid, signal.SIGCONT)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.monotonic() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        if p.returncode:
-            errf.seek(0)
-            raise RuntimeError(f"ffmpeg failed: {errf.read()[-500:]}")
-        cpu = ru.ru_utime + ru.ru_stime - cpu0
-        summary = None
-        if proc:
-            st = proc.wait(120)
-            if st != 0:
-                raise RuntimeError(f"tracer exited {st}: {proc.text()[-1500:]}")
-            summary = proc.text()
-        return wall, cpu, summary
-    finally:
-        errf.close()
-        if p.returncode is None and p.poll() is None:
-            p.kill()
-            p.wait()
-        if proc:
-            proc.kill()
-
-
-def span_counts(path):
-    counts = {}
-    with open(path) as f:
-        for line in f:
-            if line.startswith('{"ph":"X"'):
-                m = re.search(r'"name":"([^"]*)"', line)
-                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-    return counts
-
-
 def bench_ffmpeg():
-    log("6. ffmpeg decode+scale, as fast as it can")
-    inp = media("long-300s.mp4", 300) if QUICK else media("long-900s.mp4", 900)
-    out = os.path.join(TMP, "ffmpeg.json")
-    have_pack = os.path.exists(os.path.join(ROOT, "probes", "ffmpeg.json"))
-    specs = [] if have_pack else sum((["-u", s] for s in (
-        "decode:libavcodec.so.*:avcodec_send_packet",
-        "decode:libavcodec.so.*:avcodec_receive_frame",
-        "decode:libavformat.so.*:av_read_frame", "operator:libswscale.so.*:sws_scale_frame",
-        "operator:libavfilter.so.*:av_buffersrc_add_frame_flags")), [])
-    what = "default packs (probes/ffmpeg.json)" if have_pack else "-u " + ", ".join(
-        s.split(":")[-1] for s in specs[1::2])
-    base, traced, base_cpu, traced_cpu = [], [], [], []
-    counts = {}
-    summary = ""
-    for r in range(3):
-        w, c, _ = ffmpeg_run(inp, None, out)
-        base.append(w)
-        base_cpu.append(c)
-        w, c, summary = ffmpeg_run(inp, specs, out)
-        traced.append(w)
-        traced_cpu.append(c)
-        counts = span_counts(out)
-        os.unlink(out)
-    b, t = med(base), med(traced)
-    bc, tc = med(base_cpu), med(traced_cpu)
-    row("6. ffmpeg decode+scale (fast)", f"CPU time (all threads) traced with {what}",
-        f"{tc:.2f} s (runs {min(traced_cpu):.2f}-{max(traced_cpu):.2f})",
-        f"untraced {bc:.2f} s (runs {min(base_cpu):.2f}-{max(base_cpu):.2f})",
-        f"{100 * (tc / bc - 1):+.1f}%", "<= 3% more", "met" if tc <= 1.03 * bc else "NOT met")
-    row("6. ffmpeg decode+scale (fast)", f"wall time traced with {what}",
-        f"{t:.2f} s (runs {min(traced):.2f}-{max(traced):.2f})",
-        f"untraced {b:.2f} s (runs {min(base):.2f}-{max(base):.2f})",
-        f"{100 * (t / b - 1):+.1f}%", "<= 3% slower", "met" if t <= 1.03 * b else "NOT met")
-    top = sorted(counts.items(), key=lambda kv: -kv[1])[:8]
-    NOTES.append("ffmpeg run, spans per name in the last traced run: " +
-                 ", ".join(f"{k} {v}" for k, v in top) + f" (in {traced[-1]:.1f} s)")
-    m = re.search(r"^overhead:.*$", summary or "", re.M)
-    if m:
-        NOTES.append("tracer's own overhead line for that run: " + m.group(0))
+    """6. the default packs' cost on ffmpeg, with a confidence interval (bench/ffmpeg_overhead.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ffmpeg_overhead
+    ffmpeg_overhead.run(sys.modules[__name__])
 
-
-# ---------------------------------------------------------------------------------------------
 
 # ---------------------------------------------------------------------------------------------
 PYTHON = "/usr/bin/python3"
