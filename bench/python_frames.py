@@ -69,16 +69,16 @@ def run(b):
     out = os.path.join(b.TMP, "py.json")
     base, traced, charged, reads = [], [], [], []
     for _ in range(reps):
-        b, _ = py_loop_run(b, seconds)
+        u, _ = py_loop_run(b, seconds)
         t, meta = py_loop_run(b, seconds, [], out)
-        base.append(b)
+        base.append(u)
         traced.append(t)
         py = meta["python"]
         cpu = meta["overhead"]["target_cpu_ns"]
         charged.append(100.0 * py["read_ns"] / cpu if cpu else float("nan"))
         reads.append(py["reads"] / max(1e-9, meta["duration_ns"] / 1e9))
         hz = py["tick_hz"]
-    added = [100.0 * (t - b) / b for b, t in zip(base, traced)]
+    added = [100.0 * (t - u) / u for u, t in zip(base, traced)]
     b.row(sec, "untraced", f"{b.med(base):.0f} ns CPU per step()")
     b.row(sec, f"tracer, default tick ({hz} Hz)",
         f"{b.med(traced):.0f} ns CPU per step(); {b.med(reads):.0f} stack reads/s",
