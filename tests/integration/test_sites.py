@@ -130,18 +130,18 @@ def paced_run(tmp, *tracer_args):
 
 
 def test_budget_sheds_the_costliest_probe(tmp):
-    """Over the default --max-overhead (10%) for a second, the function that costs most
+    """Over the default --max-overhead (20%) for a second, the function that costs most
     (sub_rsp) is no longer probed and the target gets its pace back; the cheap one (cet_work)
     is still recorded, call for call but for the moment its link is made again; the warning, the summary, an instant in the trace and the
     metadata say so. With --max-overhead 0 nothing is shed."""
     trace, err, rounds = paced_run(tmp)
     meta = trace["metadata"]
-    assert meta["max_overhead"] == 0.10
+    assert meta["max_overhead"] == 0.20
     assert meta["shed"]["functions"] == ["sub_rsp"], meta.get("shed")
     at = meta["shed"]["at_ns"] / 1000  # µs, as the trace's ts
     assert 900_000 <= at <= 3_000_000, at  # over for a second, checked every half second
     assert re.search(r"warning: probes cost the target [\d.]+% of its CPU time, over the "
-                     r"--max-overhead budget of 10%: stopped probing 1 function \(sub_rsp", err)
+                     r"--max-overhead budget of 20%: stopped probing 1 function \(sub_rsp", err)
     assert re.search(r"^budget: 1 function no longer probed from [\d.]+s .*: sub_rsp$", err, re.M)
     marks = [e for e in trace["traceEvents"] if e["name"] == "probes shed (over --max-overhead)"]
     assert len(marks) == 1 and abs(marks[0]["ts"] - at) < 1000, marks

@@ -52,7 +52,7 @@ static const char usage_text[] =
 	"      --buffer-size MB     ring buffer size, a power of two (default 8)\n"
 	"      --max-size SIZE      stop when the file reaches SIZE (500M, 2G); the file stays valid\n"
 	"      --max-overhead PCT   when the probes cost the target more than PCT% of its CPU time\n"
-	"                           for a second, stop probing the costliest functions (default 10;\n"
+	"                           for a second, stop probing the costliest functions (default 20;\n"
 	"                           0: never)\n"
 	"  -q, --quiet              no summary\n"
 	"  -v, --verbose            debug messages, libbpf's included\n"
@@ -227,7 +227,7 @@ static int record_option(int c, struct record_opts *o, char **argv)
 		o->max_overhead = strtod(optarg, &end);
 		if (end == optarg || *end || !(o->max_overhead >= 0 && o->max_overhead <= 1000))
 			return usage_error(NULL, "bad --max-overhead '%s': want a percentage of the "
-					   "target's CPU time (10), or 0 for no budget", optarg);
+					   "target's CPU time (20), or 0 for no budget", optarg);
 		return 0;
 	}
 	case 'a':

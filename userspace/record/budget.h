@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define BUDGET_DEFAULT_PCT 10.0
+#define BUDGET_DEFAULT_PCT 20.0 /* above what the default packs cost on the guides' pipelines (bench row 8: 3-11%) */
 
 struct recording;
 struct cJSON;
