@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/probe/list.c's logic: the first instruction read from a file at a function's
- * offset, the cost shown per class, which packs apply to a process, and the shipped packs
+/* Unit test of userspace/probe/list.c's logic: the cost shown per class (the site it is shown for:
+ * test_site.c), which packs apply to a process, and the shipped packs
  * (ffmpeg, glibc). Run from the repository root (packs are read from probes/). */
 #include "probe/list.h"
 #include "probe/packs.h"
@@ -9,51 +9,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-/* A file with known instructions at known offsets, as an object's text would hold them. */
-static void test_first_insn(void)
-{
-	static const struct {
-		uint64_t off;
-		uint8_t code[8];
-		size_t len;
-		enum insn_class want;
-	} cases[] = {
-		{ 0, { 0x55 }, 1, INSN_EMULATED },			  /* push %rbp */
-		{ 16, { 0x41, 0x57 }, 2, INSN_EMULATED },		  /* push %r15 */
-		{ 32, { 0xf3, 0x0f, 0x1e, 0xfa }, 4, INSN_STEPPED },	  /* endbr64 */
-		{ 48, { 0x48, 0x83, 0xec, 0x18 }, 4, INSN_STEPPED },	  /* sub $0x18,%rsp */
-		{ 64, { 0x0f, 0x1f, 0x44, 0x00, 0x00 }, 5, INSN_OPTIMIZED }, /* nopl 0(%rax,%rax) */
-		{ 80, { 0xe9, 0, 0, 0, 0 }, 5, INSN_EMULATED },		  /* jmp rel32 */
-	};
-	char path[] = "/tmp/tracer-test-list-XXXXXX";
-	uint8_t fill[128];
-	int fd = mkstemp(path);
-
-	CHECK(fd >= 0);
-	if (fd < 0)
-		return;
-	unlink(path);
-	memset(fill, 0xcc, sizeof(fill)); /* int3 */
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		memcpy(fill + cases[i].off, cases[i].code, cases[i].len);
-	/* the file ends inside a nopl: what is cut off cannot be decoded, so it is not cheap */
-	fill[96] = 0x0f;
-	fill[97] = 0x1f;
-	CHECK(write(fd, fill, 98) == 98);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		enum insn_class got = list__first_insn(fd, cases[i].off);
-
-		if (got != cases[i].want)
-			fprintf(stderr, "  offset %llu: class %d, want %d\n",
-				(unsigned long long)cases[i].off, got, cases[i].want);
-		CHECK(got == cases[i].want);
-	}
-	CHECK(list__first_insn(fd, 96) == INSN_STEPPED);
-	CHECK(list__first_insn(fd, 4096) == INSN_STEPPED); /* past the end */
-	close(fd);
-	CHECK(list__first_insn(fd, 0) == INSN_STEPPED); /* closed */
-}
 
 static void test_costs(void)
 {
@@ -175,7 +130,6 @@ static void test_pack_set_skips_malformed(void)
 
 int main(void)
 {
-	RUN(test_first_insn);
 	RUN(test_costs);
 	RUN(test_shipped_packs);
 	RUN(test_pack_set_skips_malformed);

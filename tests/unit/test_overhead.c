@@ -20,6 +20,7 @@ static void test_classify(void)
 		[0] = 0x55,
 		[16] = 0x48, 0x83, 0xec, 0x08,
 		[32] = 0x0f, 0x1f, 0x44, 0x00, 0x00,
+		[46] = 0x0f, 0x1f, /* a nopl cut off by the end of the file */
 	};
 	char path[] = "/tmp/test_overhead.XXXXXX";
 	int fd = mkstemp(path);
@@ -32,6 +33,7 @@ static void test_classify(void)
 	CHECK(overhead__site_class(path, 32) == INSN_OPTIMIZED);
 	/* past the end of the file, or no file: the expensive kind */
 	CHECK(overhead__site_class(path, 4096) == INSN_STEPPED);
+	CHECK(overhead__site_class(path, 46) == INSN_STEPPED); /* cannot be decoded: not cheap */
 	CHECK(overhead__site_class("/nonexistent", 0) == INSN_STEPPED);
 	unlink(path);
 }

@@ -15,6 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 int code_view__open(struct code_view *v, int fd)
 {
 	struct stat st;
@@ -51,14 +54,15 @@ int code_view__open(struct code_view *v, int fd)
 		return -errno;
 	}
 	v->map_len = st.st_size;
+	for (size_t i = 0; i < v->nseg; i++)
+		v->seg[i].bytes = v->map + v->seg[i].off;
 	return 0;
 }
 
 void code_view__init_mem(struct code_view *v, const uint8_t *code, size_t len, uint64_t base)
 {
 	memset(v, 0, sizeof(*v));
-	/* addressed as if the file started base bytes before code */
-	v->map = (uint8_t *)code - base;
+	v->seg[0].bytes = code;
 	v->seg[0].off = base;
 	v->seg[0].len = len;
 	v->nseg = 1;
@@ -76,7 +80,7 @@ const uint8_t *code_view__at(const struct code_view *v, uint64_t off, size_t *le
 	for (size_t i = 0; i < v->nseg; i++)
 		if (off >= v->seg[i].off && off - v->seg[i].off < v->seg[i].len) {
 			*len = v->seg[i].off + v->seg[i].len - off;
-			return v->map + off;
+			return v->seg[i].bytes + (off - v->seg[i].off);
 		}
 	*len = 0;
 	return NULL;
@@ -228,7 +232,7 @@ static void propose(csh h, cs_insn *insn, const struct code_view *v, struct site
 			return;
 		}
 	}
-	m->why_not = "more than " SITE_MAX_SKIP_TEXT " single-stepped instructions come first";
+	m->why_not = "more than " STR(SITE_MAX_SKIP) " single-stepped instructions come first";
 }
 
 struct window {
@@ -264,7 +268,7 @@ static void check_other_branches(const struct code_view *v, struct window *w, si
 {
 	qsort(w, n, sizeof(*w), window_cmp);
 	for (size_t s = 0; s < v->nseg; s++) {
-		const uint8_t *b = v->map + v->seg[s].off;
+		const uint8_t *b = v->seg[s].bytes;
 		uint64_t base = v->seg[s].off, len = v->seg[s].len;
 
 		for (uint64_t i = 0; i + 2 <= len; i++) {

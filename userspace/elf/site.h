@@ -22,15 +22,15 @@
 #include <stdint.h>
 
 #define SITE_MAX_SKIP 8 /* instructions skipped at most */
-#define SITE_MAX_SKIP_TEXT "8"
 
 /* An object's executable bytes, addressed by file offset (what uprobes use). */
 struct code_view {
-	uint8_t *map; /* the whole file, read-only */
+	uint8_t *map; /* the whole file, read-only (NULL over bytes in memory) */
 	size_t map_len;
 	struct {
-		uint64_t off, len;
-	} seg[4]; /* its executable PT_LOAD segments, in the file */
+		uint64_t off, len;  /* in the file */
+		const uint8_t *bytes; /* its first byte */
+	} seg[4]; /* its executable PT_LOAD segments */
 	size_t nseg;
 	/* the object's symbols' file offsets, sorted (set by the caller): another entry point
 	 * in the skipped bytes keeps the site too */

@@ -34,14 +34,6 @@ const char *list__insn_cost(enum insn_class c)
 	}
 }
 
-enum insn_class list__first_insn(int fd, uint64_t offset)
-{
-	uint8_t code[16]; /* an x86 instruction is at most 15 bytes */
-	ssize_t n = pread(fd, code, sizeof(code), offset);
-
-	return insn__classify(code, n > 0 ? n : 0);
-}
-
 struct row {
 	char *name; /* displayed: demangled for C++ */
 	uint64_t offset;

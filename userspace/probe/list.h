@@ -18,9 +18,6 @@
 int list__print(const struct mapped_object *objs, size_t nobjs, const char *file,
 		const char *where, const char *pattern);
 
-/* The class of the instruction at offset in the file fd (unreadable or truncated: stepped). */
-enum insn_class list__first_insn(int fd, uint64_t offset);
-
 /* The entry cost of a uprobe per hit, by the class of the function's first instruction
  * (measured on kernel 6.18, see bench/results.md): "0.7us". */
 const char *list__insn_cost(enum insn_class c);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "record/budget.h"
 #include "record/recording.h"
+#include "trace/json_text.h"
 #include "util/util.h"
 #include "tracer.skel.h"
 
@@ -91,7 +92,7 @@ static void shed(struct recording *r, struct cost *c, size_t n, double total, ui
 {
 	struct budget *b = &r->budget;
 	double removed = 0, share = total / dcpu;
-	char names[512] = "", args[1024];
+	char names[512] = "", name[256], esc[sizeof(names) * 6], args[sizeof(esc) + 128];
 	size_t k = 0, len = 0, got;
 
 	qsort(c, n, sizeof(*c), cost_cmp);
@@ -102,9 +103,10 @@ static void shed(struct recording *r, struct cost *c, size_t n, double total, ui
 			break;
 		b->shed[c[k].id] = true;
 		removed += c[k].ns;
-		if (k < NAMES_SHOWN)
+		if (k < NAMES_SHOWN && len < sizeof(names)) /* a name from the target: shown safely */
 			len += snprintf(names + len, sizeof(names) - len, "%s%s %.1f%%", k ? ", " : "",
-					r->tracked.probes.v[c[k].id].function,
+					printable(r->tracked.probes.v[c[k].id].function, name,
+						  sizeof(name)),
 					100 * c[k].ns / dcpu);
 	}
 	if (!k)
@@ -132,8 +134,9 @@ static void shed(struct recording *r, struct cost *c, size_t n, double total, ui
 	pr_warn("probes cost the target %.1f%% of its CPU time, over the --max-overhead budget of "
 		"%.0f%%: stopped probing %zu function%s (%s%s); the rest are still recorded",
 		100 * share, 100 * b->max, k, plural_s(k), names, k > NAMES_SHOWN ? ", ..." : "");
+	json_escape(esc, sizeof(esc), names, sizeof(names));
 	snprintf(args, sizeof(args), "\"share\":%.4f,\"budget\":%.4f,\"functions\":%zu,\"costliest\":"
-		 "\"%s\"", share, b->max, k, names);
+		 "\"%s\"", share, b->max, k, esc);
 	for (size_t i = 0; i < r->consumer.npids; i++)
 		trace_writer__instant(r->writer, r->consumer.pids[i], r->consumer.pids[i], now,
 				      "probes shed (over --max-overhead)", args);
