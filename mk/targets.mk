@@ -22,3 +22,12 @@ test-bins: $(OUTPUT)/targets/libplugin.so
 $(OUTPUT)/targets/prologues: tests/targets/prologues.c | $(OUTPUT)/targets
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fcf-protection=full -Wall -Wextra $< -o $@
+
+# The sample pipeline: several files (tests/targets/pipeline/), built like the other targets.
+PIPELINE_SRCS := $(wildcard tests/targets/pipeline/*.c)
+$(OUTPUT)/targets/pipeline: $(PIPELINE_SRCS) tests/targets/pipeline/pipeline.h | $(OUTPUT)/targets
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fno-omit-frame-pointer -fcf-protection=none -Wall -Wextra -pthread \
+		$(PIPELINE_SRCS) -o $@
+
+test-bins: $(OUTPUT)/targets/pipeline

@@ -7,7 +7,7 @@ It writes its input video first (cv2.VideoWriter, MJPG), then prints "ready PID"
 --wait-signal the pipeline starts on SIGUSR1 (cv2 is imported by then: a tracer started
 before it has had the time to pick the pack). Every OpenCV call is logged with
 time.monotonic_ns() (the clock of tracer's timestamps) and its thread's kernel tid; the log is
-written at exit in the format of tests/targets/pipeline.c's:
+written at exit in the format of tests/targets/pipeline/'s:
 
     # pid PID
     # thread TID NAME

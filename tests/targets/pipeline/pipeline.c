@@ -8,14 +8,17 @@
  * Every stage busy-spins on CLOCK_MONOTONIC for a configured number of microseconds, so the
  * duration of each probed function is known. With --log the program writes, at exit, one line
  * per call of every probed function (its own measurement of what a tracer should record).
+ * This file runs it; options.c reads its command line, call_log.c keeps and writes its log.
  * See tests/targets/README.md and --help.
  *
  * Build (no -fcf-protection: every probed function must start with `push %rbp`):
- *   gcc -O2 -g -fno-omit-frame-pointer -Wall -Wextra -pthread tests/targets/pipeline.c -o pipeline
+ *   gcc -O2 -g -fno-omit-frame-pointer -Wall -Wextra -pthread tests/targets/pipeline/[a-z]*.c \
+ *       -o pipeline
  */
 #define _GNU_SOURCE
+#include "pipeline.h"
+
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -47,8 +50,6 @@
 #define PROBED __attribute__((noinline, noipa, used)) PROBED_NOCF
 #endif
 
-#define MAX_WORKERS 64	     /* per kind: decoders, operators */
-#define LOG_MAX_FOREVER 1000000 /* records kept per thread with --forever */
 #define LOG_INITIAL_MAX 65536	/* initial per-thread allocation is at most this many records */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -71,106 +72,12 @@ struct queue {
 	const char *name;
 };
 
-static struct config {
-	long frames;
-	int decoders, operators, queue_cap;
-	long read_us, decode_us, op_us, write_us; /* -1 until set: the profile fills them in */
-	const char *bottleneck;
-	const char *log_path;
-	bool forever, wait_signal;
-	long start_delay_ms; /* -1: none */
-} cfg = {
-	.frames = 200,
-	.decoders = 2,
-	.operators = 2,
-	.queue_cap = 4,
-	.read_us = -1,
-	.decode_us = -1,
-	.op_us = -1,
-	.write_us = -1,
-	.bottleneck = "decode",
-	.log_path = NULL,
-	.forever = false,
-	.wait_signal = false,
-	.start_delay_ms = -1,
-};
-
 static struct queue q_packets, q_frames, q_out;
 static char end_marker_obj;
 #define END_MARKER ((void *)&end_marker_obj)
 
 static atomic_int decoders_live, operators_live;
 static volatile sig_atomic_t stop_signal; /* SIGINT/SIGTERM number, 0 while running */
-
-/* ------------------------------------------------------------------------------------------ */
-/* Per-thread call log: preallocated, grown with realloc, no locks, no I/O while running       */
-
-enum fn_id {
-	FN_READ_PACKET,
-	FN_DECODE_FRAME,
-	FN_RUN_OPERATOR,
-	FN_OP_RESIZE,
-	FN_OP_NORMALIZE,
-	FN_OP_INFER,
-	FN_QUEUE_PUSH,
-	FN_QUEUE_POP,
-	FN_WRITE_FRAME,
-};
-
-static const char *const fn_names[] = {
-	[FN_READ_PACKET] = "read_packet",   [FN_DECODE_FRAME] = "decode_frame",
-	[FN_RUN_OPERATOR] = "run_operator", [FN_OP_RESIZE] = "op_resize",
-	[FN_OP_NORMALIZE] = "op_normalize", [FN_OP_INFER] = "op_infer",
-	[FN_QUEUE_PUSH] = "queue_push",	    [FN_QUEUE_POP] = "queue_pop",
-	[FN_WRITE_FRAME] = "write_frame",
-};
-
-#define N_OPS 3
-static const char *const op_names[N_OPS] = {"resize", "normalize", "infer"};
-
-struct rec {
-	uint64_t start_ns, end_ns;
-	uint8_t fn; /* enum fn_id */
-	int8_t op;  /* run_operator: index in op_names, -1 for an unknown name */
-};
-
-struct tlog {
-	pid_t tid;
-	char name[16];
-	struct rec *recs;
-	size_t len, cap, max;
-	uint64_t dropped;
-};
-
-static _Thread_local struct tlog *tl_log; /* NULL: this thread does not log */
-
-static __attribute__((noinline)) bool tlog_grow(struct tlog *l)
-{
-	if (l->cap >= l->max)
-		return false;
-	size_t ncap = l->cap ? l->cap * 2 : 1024;
-	if (ncap > l->max)
-		ncap = l->max;
-	struct rec *n = realloc(l->recs, ncap * sizeof(*n));
-	if (!n)
-		return false;
-	l->recs = n;
-	l->cap = ncap;
-	return true;
-}
-
-static inline void log_call(enum fn_id fn, uint64_t start_ns, uint64_t end_ns, int op)
-{
-	struct tlog *l = tl_log;
-
-	if (!l)
-		return;
-	if (l->len == l->cap && !tlog_grow(l)) {
-		l->dropped++;
-		return;
-	}
-	l->recs[l->len++] = (struct rec){.start_ns = start_ns, .end_ns = end_ns, .fn = fn, .op = op};
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Time and work                                                                              */
@@ -448,243 +355,7 @@ static void *writer_main(void *arg)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Log file                                                                                   */
-
-static int rec_cmp(const void *a, const void *b)
-{
-	const struct rec *x = a, *y = b;
-
-	if (x->start_ns != y->start_ns)
-		return x->start_ns < y->start_ns ? -1 : 1;
-	if (x->end_ns != y->end_ns) /* the enclosing call first */
-		return x->end_ns > y->end_ns ? -1 : 1;
-	return (int)x->fn - (int)y->fn;
-}
-
-static int write_log(FILE *out, struct worker *ws, int nw, uint64_t written)
-{
-	uint64_t dropped = 0;
-
-	fprintf(out, "# pid %d\n", (int)getpid());
-	fprintf(out,
-		"# config frames=%ld forever=%d decoders=%d operators=%d queue_cap=%d "
-		"bottleneck=%s read_us=%ld decode_us=%ld op_us=%ld write_us=%ld\n",
-		cfg.frames, (int)cfg.forever, cfg.decoders, cfg.operators, cfg.queue_cap,
-		cfg.bottleneck, cfg.read_us, cfg.decode_us, cfg.op_us, cfg.write_us);
-	for (int i = 0; i < nw; i++) {
-		fprintf(out, "# thread %d %s\n", (int)ws[i].log.tid, ws[i].log.name);
-		dropped += ws[i].log.dropped;
-	}
-	fprintf(out, "# written %llu\n", (unsigned long long)written);
-	fprintf(out, "# dropped %llu\n", (unsigned long long)dropped);
-	for (int i = 0; i < nw; i++) {
-		struct tlog *l = &ws[i].log;
-
-		if (l->len)
-			qsort(l->recs, l->len, sizeof(*l->recs), rec_cmp);
-		for (size_t j = 0; j < l->len; j++) {
-			const struct rec *r = &l->recs[j];
-
-			if (r->fn == FN_RUN_OPERATOR)
-				fprintf(out, "%d %s %llu %llu %s\n", (int)l->tid, fn_names[r->fn],
-					(unsigned long long)r->start_ns, (unsigned long long)r->end_ns,
-					r->op >= 0 ? op_names[r->op] : "?");
-			else
-				fprintf(out, "%d %s %llu %llu\n", (int)l->tid, fn_names[r->fn],
-					(unsigned long long)r->start_ns, (unsigned long long)r->end_ns);
-		}
-	}
-	if (fflush(out) != 0 || ferror(out))
-		return -1;
-	return 0;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Options                                                                                    */
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-"Usage: pipeline [OPTIONS]\n"
-"Synthetic traced pipeline: reader -> q_packets -> decode-K -> q_frames -> op-K -> q_out -> writer.\n"
-"Every work function busy-spins on CLOCK_MONOTONIC for the configured time.\n"
-"\n"
-"  --frames N           frames to read, process and write, then exit 0 (default 200)\n"
-"  --forever            run until SIGINT/SIGTERM (ignores --frames), then drain and exit 0\n"
-"  --decoders D         decoder threads decode-0..decode-D-1 (default 2, 1..%d)\n"
-"  --operators O        operator threads op-0..op-O-1 (default 2, 1..%d)\n"
-"  --queue-cap N        capacity of each bounded queue (default 4)\n"
-"  --bottleneck PROFILE cost profile, in microseconds (default decode):\n"
-"                         decode:   read 200, decode 4000, each op  200, write 100\n"
-"                         operator: read 200, decode  500, each op 2000, write 100\n"
-"                         none:     read 100, decode  100, each op  100, write 100\n"
-"  --read-us US         read_packet time (overrides the profile)\n"
-"  --decode-us US       decode_frame time (overrides the profile)\n"
-"  --op-us US           time of each of op_resize, op_normalize, op_infer (overrides the profile)\n"
-"  --write-us US        write_frame time (overrides the profile)\n"
-"  --log FILE           at exit, write one line per call of every probed function:\n"
-"                         TID FUNCTION START_NS END_NS [OPERATOR]   (CLOCK_MONOTONIC)\n"
-"                       after a header: '# pid PID', '# config ...', '# thread TID NAME' per\n"
-"                       worker, '# written N', '# dropped N'. With --forever each thread keeps\n"
-"                       its first %d records and counts the rest in '# dropped'.\n"
-"  --wait-signal        print 'ready PID' on stdout, wait for SIGUSR1, then start the threads\n"
-"  --start-delay-ms N   print 'ready PID' on stdout, sleep N ms, then start the threads\n"
-"  -h, --help           show this help\n"
-"\n"
-"Probed functions: read_packet, decode_frame, run_operator (calls op_resize, op_normalize,\n"
-"op_infer), queue_push, queue_pop, write_frame. SIGINT/SIGTERM stop reading new frames; the\n"
-"frames in flight are drained, the log is written and the exit status is 0.\n"
-"Exit status: 0 success, 1 runtime error, 2 bad option.\n",
-		MAX_WORKERS, MAX_WORKERS, LOG_MAX_FOREVER);
-}
-
-static void bad_option(const char *fmt, const char *a, const char *b)
-{
-	fputs("pipeline: ", stderr);
-	fprintf(stderr, fmt, a, b);
-	fputs(" (see --help)\n", stderr);
-	exit(2);
-}
-
-static long parse_num(const char *opt, const char *s, long min, long max)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		char range[64];
-		snprintf(range, sizeof(range), "an integer in [%ld, %ld]", min, max);
-		fprintf(stderr, "pipeline: invalid value '%s' for --%s: expected %s (see --help)\n", s, opt,
-			range);
-		exit(2);
-	}
-	return v;
-}
-
-enum {
-	OPT_FRAMES = 256,
-	OPT_FOREVER,
-	OPT_DECODERS,
-	OPT_OPERATORS,
-	OPT_QUEUE_CAP,
-	OPT_BOTTLENECK,
-	OPT_READ_US,
-	OPT_DECODE_US,
-	OPT_OP_US,
-	OPT_WRITE_US,
-	OPT_LOG,
-	OPT_WAIT_SIGNAL,
-	OPT_START_DELAY_MS,
-};
-
-static void parse_args(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{"frames", required_argument, NULL, OPT_FRAMES},
-		{"forever", no_argument, NULL, OPT_FOREVER},
-		{"decoders", required_argument, NULL, OPT_DECODERS},
-		{"operators", required_argument, NULL, OPT_OPERATORS},
-		{"queue-cap", required_argument, NULL, OPT_QUEUE_CAP},
-		{"bottleneck", required_argument, NULL, OPT_BOTTLENECK},
-		{"read-us", required_argument, NULL, OPT_READ_US},
-		{"decode-us", required_argument, NULL, OPT_DECODE_US},
-		{"op-us", required_argument, NULL, OPT_OP_US},
-		{"write-us", required_argument, NULL, OPT_WRITE_US},
-		{"log", required_argument, NULL, OPT_LOG},
-		{"wait-signal", no_argument, NULL, OPT_WAIT_SIGNAL},
-		{"start-delay-ms", required_argument, NULL, OPT_START_DELAY_MS},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	const long max_us = 10L * 1000 * 1000;
-	int c;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		const char *name = NULL;
-
-		for (const struct option *o = longopts; o->name; o++)
-			if (o->val == c)
-				name = o->name;
-		switch (c) {
-		case OPT_FRAMES:
-			cfg.frames = parse_num(name, optarg, 0, INT_MAX);
-			break;
-		case OPT_FOREVER:
-			cfg.forever = true;
-			break;
-		case OPT_DECODERS:
-			cfg.decoders = (int)parse_num(name, optarg, 1, MAX_WORKERS);
-			break;
-		case OPT_OPERATORS:
-			cfg.operators = (int)parse_num(name, optarg, 1, MAX_WORKERS);
-			break;
-		case OPT_QUEUE_CAP:
-			cfg.queue_cap = (int)parse_num(name, optarg, 1, 1 << 20);
-			break;
-		case OPT_BOTTLENECK:
-			if (strcmp(optarg, "decode") && strcmp(optarg, "operator") && strcmp(optarg, "none"))
-				bad_option("invalid value '%s' for --%s: expected decode, operator or none",
-					   optarg, name);
-			cfg.bottleneck = optarg;
-			break;
-		case OPT_READ_US:
-			cfg.read_us = parse_num(name, optarg, 0, max_us);
-			break;
-		case OPT_DECODE_US:
-			cfg.decode_us = parse_num(name, optarg, 0, max_us);
-			break;
-		case OPT_OP_US:
-			cfg.op_us = parse_num(name, optarg, 0, max_us);
-			break;
-		case OPT_WRITE_US:
-			cfg.write_us = parse_num(name, optarg, 0, max_us);
-			break;
-		case OPT_LOG:
-			cfg.log_path = optarg;
-			break;
-		case OPT_WAIT_SIGNAL:
-			cfg.wait_signal = true;
-			break;
-		case OPT_START_DELAY_MS:
-			cfg.start_delay_ms = parse_num(name, optarg, 0, 24L * 3600 * 1000);
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case ':':
-			bad_option("option '%s' needs a value%s", argv[optind - 1], "");
-			break;
-		default:
-			bad_option("unknown option '%s'%s", argv[optind - 1], "");
-		}
-	}
-	if (optind < argc)
-		bad_option("unexpected argument '%s'%s", argv[optind], "");
-	if (cfg.wait_signal && cfg.start_delay_ms >= 0)
-		bad_option("--wait-signal and --start-delay-ms exclude each other%s%s", "", "");
-
-	/* The profile fills in what was not given explicitly. */
-	long p_read = 200, p_decode = 4000, p_op = 200, p_write = 100;
-	if (strcmp(cfg.bottleneck, "operator") == 0) {
-		p_decode = 500;
-		p_op = 2000;
-	} else if (strcmp(cfg.bottleneck, "none") == 0) {
-		p_read = p_decode = p_op = p_write = 100;
-	}
-	if (cfg.read_us < 0)
-		cfg.read_us = p_read;
-	if (cfg.decode_us < 0)
-		cfg.decode_us = p_decode;
-	if (cfg.op_us < 0)
-		cfg.op_us = p_op;
-	if (cfg.write_us < 0)
-		cfg.write_us = p_write;
-}
-
-/* ------------------------------------------------------------------------------------------ */
+/* Main                                                                                       */
 
 static void on_stop_signal(int sig)
 {
@@ -835,10 +506,16 @@ int main(int argc, char **argv)
 
 	if (log) {
 		/* Threads that never ran are left out of the header. */
-		if (write_log(log, ws, started ? nw : 0, written) != 0 || fclose(log) != 0) {
+		struct tlog **logs = calloc((size_t)nw, sizeof(*logs));
+
+		for (int i = 0; logs && i < nw; i++)
+			logs[i] = &ws[i].log;
+		if (!logs || write_log(log, logs, started ? nw : 0, written) != 0 ||
+		    fclose(log) != 0) {
 			fprintf(stderr, "pipeline: writing log '%s' failed\n", cfg.log_path);
 			return 1;
 		}
+		free(logs);
 	}
 	if (stop_signal)
 		fprintf(stderr, "pipeline: %s: %llu frames written in %.3f s\n",
