@@ -31,6 +31,15 @@ def in_window(trace, margin_ns=100_000_000):
     return t0, t0 + margin_ns, t0 + trace["metadata"]["duration_ns"] - margin_ns
 
 
+def back_to_back(calls, tick_ns=1_000_000):
+    """Calls (start, end) that begin less than a tick after the one before ended: when a stage
+    falls behind its queue (a loaded machine) it calls its function again at once, and with no
+    stack read between the two calls (a lock taken without waiting reads none), sampling sees
+    one long call. The calls a trace may merge."""
+    calls = sorted(calls)
+    return sum(b[0] - a[1] < tick_ns for a, b in zip(calls, calls[1:]))
+
+
 def test_python_stage_functions(tmp, python=PYTHON):
     assert os.access(python, os.X_OK), f"no {python} (Debian's python3.11)"
     pl, pid, log = start_py_pipeline(tmp, "--seconds", "5", python=python)
@@ -68,8 +77,11 @@ def test_python_stage_functions(tmp, python=PYTHON):
         logged = [(s, t) for t_, f, s, t, _ in gt["calls"] if f == func and lo <= s and t <= hi]
         traced_ns = sum(e["dur"] for e in traced) * 1000
         logged_ns = sum(t - s for s, t in logged)
-        # every call is seen (each lasts several ticks), none is merged with the next
-        assert abs(len(traced) - len(logged)) <= 2, (func, len(traced), len(logged))
+        # every call is seen (each lasts several ticks), none is merged with the next unless it
+        # followed it back to back
+        merge = back_to_back(logged)
+        assert len(logged) - merge - 2 <= len(traced) <= len(logged) + 2, \
+            (func, len(traced), len(logged), merge)
         # edges are exact at switches and within a tick (1 ms) elsewhere
         assert abs(traced_ns - logged_ns) <= 0.10 * logged_ns, (func, traced_ns, logged_ns)
     # spin() runs under every stage, nested in it on the same thread
@@ -188,7 +200,9 @@ def test_python_launch_mode(tmp):
         got = [e for e in py if e["name"] == func]
         assert {e["tid"] for e in got} == {tid}, (func, tid, {e["tid"] for e in got})
         logged = [c for c in gt["calls"] if c[1] == func]
-        assert abs(len(got) - len(logged)) <= 1, (func, len(got), len(logged))
+        merge = back_to_back([(c[2], c[3]) for c in logged])
+        assert len(logged) - merge - 1 <= len(got) <= len(logged) + 1, \
+            (func, len(got), len(logged), merge)
 
 
 FORKER = r"""
