@@ -4,10 +4,11 @@
  * perf-event uprobe per function with TRACER_NO_UPROBE_MULTI=1 or on kernels without it).
  * Whatever tracer costs beyond this is tracer's own.
  *
- * Usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c]
+ * Usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k]
  *   -x OBJECT  the ELF file the functions are in (default /proc/PID/exe)
  *   -e         entry probes only
  *   -c         count hits (turns on the kernel's BPF run-time statistics, which cost a little)
+ *   -k         programs that read the clock once each: the least any span costs
  * Prints "floor: attached N probes (MECHANISM)" on stderr, runs until SIGINT/SIGTERM or the
  * target exits, and with -c prints "entry_hits N return_hits M" on stdout. */
 #include "record/attach.h"
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 {
 	char exe[64], *funcs = NULL;
 	const char *path = NULL;
-	bool entry_only = false, count = false;
+	bool entry_only = false, count = false, clock = false;
 	struct empty_probes e = { .prog_fd = { -1, -1 } };
 	uint64_t *offsets = NULL, runs[2] = { 0, 0 }, ns;
 	int pid = 0, opt, err, stats_fd = -1, pidfd = -1, sigfd;
@@ -66,7 +67,7 @@ int main(int argc, char **argv)
 	size_t cnt = 0;
 	sigset_t mask;
 
-	while ((opt = getopt(argc, argv, "p:f:x:ec")) != -1) {
+	while ((opt = getopt(argc, argv, "p:f:x:eck")) != -1) {
 		switch (opt) {
 		case 'p':
 			pid = atoi(optarg);
@@ -83,13 +84,16 @@ int main(int argc, char **argv)
 		case 'c':
 			count = true;
 			break;
+		case 'k':
+			clock = true;
+			break;
 		default:
-			fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c]\n");
+			fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k]\n");
 			return 2;
 		}
 	}
 	if (pid <= 0 || !funcs) {
-		fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c]\n");
+		fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k]\n");
 		return 2;
 	}
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
@@ -110,7 +114,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	err = empty_probes__open(&e, attach__multi_supported());
+	err = clock ? empty_probes__open_clock(&e, attach__multi_supported())
+		    : empty_probes__open(&e, attach__multi_supported());
 	if (!err && !entry_only)
 		err = empty_probes__attach(&e, path, offsets, cnt, pid, true);
 	if (!err)

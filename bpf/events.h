@@ -103,7 +103,6 @@ struct span_capture_rec {
 struct frame {
 	__u64 start_ns;
 	__u64 sp; /* stack pointer at entry: matches the return and finds frames it skipped */
-	__u64 ret_addr; /* the return address at entry, before the return probe replaces it */
 	__u32 probe_id;
 	__u32 flags; /* the probe's probe_flags */
 	struct span_capture cap;
@@ -112,6 +111,8 @@ struct frame {
 /* Calls in progress on one thread, innermost last. */
 struct span_stack {
 	__u32 depth;
+	__u32 tid; /* the thread's ids, kept here to spare a helper call per span */
+	__u32 pid;
 	__u32 _pad;
 	struct frame frames[MAX_FRAMES];
 };

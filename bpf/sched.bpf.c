@@ -3,9 +3,11 @@
  * rename, exec). Filtered by tgid in the kernel. */
 #include "tracer.bpf.h"
 
-static __always_inline void copy_comm(char *dst, const char *src)
+/* Two loads through the task's BTF pointer: a helper call per name would cost each switch and
+ * wake-up more than the rest of its record. The kernel keeps comm NUL-terminated. */
+static __always_inline void copy_comm(char *dst, const struct task_struct *t)
 {
-	bpf_probe_read_kernel_str(dst, COMM_LEN, src);
+	__builtin_memcpy(dst, t->comm, COMM_LEN);
 }
 
 SEC("tp_btf/sched_switch")
@@ -33,8 +35,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	r->next_tid = next->pid;
 	r->next_prio = next->prio;
 	r->preempt = preempt;
-	copy_comm(r->prev_comm, prev->comm);
-	copy_comm(r->next_comm, next->comm);
+	copy_comm(r->prev_comm, prev);
+	copy_comm(r->next_comm, next);
 	bpf_ringbuf_submit(r, submit_flags());
 	return 0;
 }
@@ -139,17 +141,20 @@ static __always_inline int wakeup(struct task_struct *p, __u32 kind)
 	r->pid = pid;
 	r->tid = p->pid;
 	r->prio = p->prio;
-	r->target_cpu = BPF_CORE_READ(p, wake_cpu);
+	r->target_cpu = p->wake_cpu;
 	r->cpu = bpf_get_smp_processor_id();
 	r->waker_pid = waker->tgid;
 	r->waker_tid = waker->pid;
 	r->irq = wake_context();
 	r->_pad = 0;
-	/* an interrupt's wake-up has no span to start from: the task under it woke no one */
-	st = !r->irq && is_target(waker->tgid) ? bpf_task_storage_get(&stacks, waker, 0, 0) : NULL;
+	/* an interrupt's wake-up has no span to start from: the task under it woke no one; flows
+	 * start from sched_waking only */
+	st = kind == WAKEUP_WAKING && !r->irq && is_target(waker->tgid)
+		     ? bpf_task_storage_get(&stacks, waker, 0, 0)
+		     : NULL;
 	r->waker_depth = st ? st->depth : 0;
-	copy_comm(r->comm, p->comm);
-	copy_comm(r->waker_comm, waker->comm);
+	copy_comm(r->comm, p);
+	copy_comm(r->waker_comm, waker);
 	bpf_ringbuf_submit(r, submit_flags());
 	return 0;
 }
@@ -223,6 +228,13 @@ int BPF_PROG(on_rename, struct task_struct *t, const char *comm)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
+	struct span_stack *st = bpf_task_storage_get(&stacks, p, 0, 0);
+
+	/* a thread other than the main one that execs takes the main thread's id */
+	if (st) {
+		st->tid = p->pid;
+		st->pid = p->tgid;
+	}
 	if (!is_target(p->tgid))
 		return 0;
 	task_event(p, NULL, TASK_EXEC, p->comm);

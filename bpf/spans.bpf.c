@@ -16,9 +16,12 @@ const volatile bool system_wide = false;
  * (pid-filtered links need no check). -a takes in any process on its first call. */
 static __always_inline bool traced_process(bool entry)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid;
 
-	if (!filter_tgid || is_target(tgid))
+	if (!filter_tgid)
+		return true;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	if (is_target(tgid))
 		return true;
 	if (!system_wide || !entry)
 		return false;
@@ -54,18 +57,23 @@ static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 n
 	}
 }
 
-/* The innermost frame was entered at this stack pointer and its return address has changed
- * since: its return probe took it, so it has not returned, and this entry is a tail call. */
-static __always_inline bool tail_call(const struct span_stack *st, __u64 sp, __u64 ret)
+/* The innermost frame was entered at this same stack pointer and has not returned: either this
+ * entry is a tail call from it (`jmp`, not `call`), and both end at the one return, or it was
+ * left behind (longjmp, a return not seen). In a tail call the return address at sp is already
+ * the return probe's trampoline, the first slot of the process's uprobe area. Only this rare
+ * case reads the target's memory. */
+static __always_inline bool tail_call(const struct span_stack *st, __u64 sp)
 {
 	__u32 top = st->depth;
-	const struct frame *f;
+	struct xol_area *xol;
+	__u64 ret = 0;
 
-	if (top == 0 || top > MAX_FRAMES)
+	if (top == 0 || top > MAX_FRAMES || st->frames[(top - 1) & (MAX_FRAMES - 1)].sp != sp)
 		return false;
-	f = &st->frames[(top - 1) & (MAX_FRAMES - 1)];
-	return f->sp == sp && f->ret_addr && f->ret_addr != ret &&
-	       !(f->flags & PROBE_ENTRY_ONLY);
+	xol = bpf_get_current_task_btf()->mm->uprobes_state.xol_area;
+	if (!xol || bpf_probe_read_user(&ret, sizeof(ret), (const void *)sp))
+		return false;
+	return ret == xol->vaddr;
 }
 
 /* One USDT argument, as its operand says: a constant, a register, or memory at a register plus
@@ -137,7 +145,6 @@ int BPF_KPROBE(span_enter)
 	const struct probe_cfg *cfg;
 	struct span_stack *st;
 	struct frame *f;
-	__u64 ret = 0;
 	__u32 d;
 
 	if (phase >= PHASE_DETACHING || !traced_process(true))
@@ -151,6 +158,12 @@ int BPF_KPROBE(span_enter)
 		count(CNT_NO_STORAGE);
 		return 0;
 	}
+	if (!st->tid) {
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+		st->tid = (__u32)pid_tgid;
+		st->pid = pid_tgid >> 32;
+	}
 	/* The Python line that called this native function: read first, and at the span's own
 	 * start, so that no other read of this thread can come between them. */
 	if (py_active && !(cfg->flags & PROBE_PY_WAIT)) {
@@ -159,12 +172,8 @@ int BPF_KPROBE(span_enter)
 		if (t)
 			now = t;
 	}
-	bpf_probe_read_user(&ret, sizeof(ret), (const void *)sp);
-	/* a frame entered at this stack pointer that has not returned was left behind (longjmp,
-	 * a return not seen); unless this is a tail call from it (`jmp`, not `call`): then its
-	 * return address, here, is the return probe's trampoline, not what it was at its entry,
-	 * and both end at the one return */
-	close_stale(st, tail_call(st, sp, ret) ? sp - 1 : sp, now);
+	/* frames at this stack pointer or below have returned unseen; unless this is a tail call */
+	close_stale(st, tail_call(st, sp) ? sp - 1 : sp, now);
 	d = st->depth;
 	if (d >= MAX_FRAMES) {
 		count(CNT_DEEP_FRAMES);
@@ -173,7 +182,6 @@ int BPF_KPROBE(span_enter)
 	f = &st->frames[d];
 	f->start_ns = now;
 	f->sp = sp;
-	f->ret_addr = ret;
 	f->probe_id = id;
 	f->flags = cfg->flags;
 	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))
@@ -181,7 +189,7 @@ int BPF_KPROBE(span_enter)
 	/* No return probe (Go, C++ exceptions, coroutines): the call is an instant. The frame
 	 * slot is only scratch space; the stack does not grow. */
 	if (cfg->flags & PROBE_ENTRY_ONLY) {
-		submit_frame(f, d, now, SPAN_INSTANT);
+		submit_frame(st, f, d, now, SPAN_INSTANT);
 		return 0;
 	}
 	st->depth = d + 1;

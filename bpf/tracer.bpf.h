@@ -125,15 +125,13 @@ static __always_inline __u64 submit_flags(void)
 									      : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void fill_span(struct span_rec *r, const struct frame *f, __u32 depth,
-				      __u64 end_ns, __u32 flags)
+static __always_inline void fill_span(struct span_rec *r, const struct span_stack *st,
+				      const struct frame *f, __u32 depth, __u64 end_ns, __u32 flags)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
 	r->type = REC_SPAN;
 	r->probe_id = f->probe_id;
-	r->pid = id >> 32;
-	r->tid = (__u32)id;
+	r->pid = st->pid;
+	r->tid = st->tid;
 	r->start_ns = f->start_ns;
 	r->end_ns = end_ns;
 	r->depth = depth;
@@ -142,8 +140,8 @@ static __always_inline void fill_span(struct span_rec *r, const struct frame *f,
 
 /* Submits frame f (at stack depth) as a span ending at end_ns; spans of probes that capture
  * carry their values in a longer record. */
-static __always_inline void submit_frame(const struct frame *f, __u32 depth, __u64 end_ns,
-					 __u32 flags)
+static __always_inline void submit_frame(const struct span_stack *st, const struct frame *f,
+					 __u32 depth, __u64 end_ns, __u32 flags)
 {
 	if (!(flags & (SPAN_INCOMPLETE | SPAN_INSTANT)) && end_ns - f->start_ns < min_dur_ns) {
 		count(CNT_SHORT_SPANS);
@@ -156,7 +154,7 @@ static __always_inline void submit_frame(const struct frame *f, __u32 depth, __u
 			count(CNT_LOST_SPAN);
 			return;
 		}
-		fill_span(&r->span, f, depth, end_ns, flags | SPAN_CAPTURE);
+		fill_span(&r->span, st, f, depth, end_ns, flags | SPAN_CAPTURE);
 		__builtin_memcpy(&r->cap, &f->cap, sizeof(r->cap));
 		bpf_ringbuf_submit(r, submit_flags());
 	} else {
@@ -166,7 +164,7 @@ static __always_inline void submit_frame(const struct frame *f, __u32 depth, __u
 			count(CNT_LOST_SPAN);
 			return;
 		}
-		fill_span(r, f, depth, end_ns, flags);
+		fill_span(r, st, f, depth, end_ns, flags);
 		bpf_ringbuf_submit(r, submit_flags());
 	}
 	count(CNT_SPANS);
@@ -176,7 +174,7 @@ static __always_inline void emit_span(struct span_stack *st, __u32 i, __u64 end_
 {
 	if (i >= MAX_FRAMES)
 		return;
-	submit_frame(&st->frames[i], i, end_ns, flags);
+	submit_frame(st, &st->frames[i], i, end_ns, flags);
 }
 
 #endif

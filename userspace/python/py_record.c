@@ -21,6 +21,8 @@ void py_record__configure(struct py_record *p, struct tracer_bpf *skel, bool ena
 	if (enabled) {
 		/* processes are added (and read by BPF) before the trace exists */
 		p->session = py_session__new(NULL, NULL, NULL);
+		/* attached with the tick, once there is a Python process to read */
+		bpf_program__set_autoattach(skel->progs.py_on_switch, false);
 		return;
 	}
 	bpf_program__set_autoload(skel->progs.py_on_switch, false);
@@ -30,12 +32,24 @@ void py_record__configure(struct py_record *p, struct tracer_bpf *skel, bool ena
 	bpf_program__set_autoload(skel->progs.py_on_exit, false);
 }
 
-/* The tick runs only once there is a Python process to read: other targets pay nothing. */
+/* The tick and the switch program run only once there is a Python process to read: other
+ * targets pay nothing (a program on every context switch costs even when it returns at once). */
 static void start_ticks(struct py_record *p)
 {
 	int err;
 
-	if (!p->started || p->ticks.nlinks || p->tick_failed || !p->nprocs)
+	if (!p->started || !p->nprocs)
+		return;
+	if (!p->switch_link && !p->switch_failed) {
+		p->switch_link = bpf_program__attach(p->skel->progs.py_on_switch);
+		if (!p->switch_link) {
+			err = -errno;
+			p->switch_failed = true;
+			pr_warn("cannot read Python stacks when threads leave the CPU: %s",
+				strerror(-err));
+		}
+	}
+	if (p->ticks.nlinks || p->tick_failed)
 		return;
 	err = py_ticks__attach(&p->ticks, p->skel->progs.py_on_tick, p->hz);
 	if (err) {
@@ -105,6 +119,8 @@ void py_record__stop(struct py_record *p)
 {
 	p->started = false;
 	py_ticks__detach(&p->ticks);
+	bpf_link__destroy(p->switch_link); /* no read may come after the recording's end */
+	p->switch_link = NULL;
 }
 
 void py_record__finish(struct py_record *p, uint64_t end_ns)
@@ -164,6 +180,8 @@ void py_record__add_json(const struct py_record *p, struct cJSON *meta, const ui
 void py_record__free(struct py_record *p)
 {
 	py_ticks__detach(&p->ticks);
+	bpf_link__destroy(p->switch_link);
+	p->switch_link = NULL;
 	py_session__free(p->session);
 	p->session = NULL;
 }

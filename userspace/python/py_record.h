@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct bpf_link;
+
 struct tracer_bpf;
 struct trace_writer;
 struct cJSON;
@@ -22,10 +24,12 @@ struct py_record {
 	struct tracer_bpf *skel;
 	struct py_session *session; /* NULL when off */
 	struct py_ticks ticks;
+	struct bpf_link *switch_link; /* py_on_switch, attached with the tick */
 	size_t nprocs;	    /* CPython processes found */
 	bool any_unsupported;
 	bool started;	    /* recording: the tick may run */
 	bool tick_failed;
+	bool switch_failed;
 };
 
 /* Before load: turns the programs off when Python frames are not wanted. */

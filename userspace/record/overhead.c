@@ -18,9 +18,9 @@
 
 #define SAMPLE_EVERY_NS 20000000ULL /* a target that exits keeps what was read last */
 /* The BPF statistics cost each program run two clock reads (about 15% of an empty uprobe's
- * cost here): they are on for a window of every period, and the mean run time they measure is
- * multiplied by the runs counted otherwise. */
-#define STATS_WINDOW_NS 50000000ULL
+ * cost here): they are on for a window of every period (2% of the runs, a few ns a call on
+ * average), and the mean run time they measure is multiplied by the runs counted otherwise. */
+#define STATS_WINDOW_NS 20000000ULL
 #define STATS_PERIOD_NS 1000000000ULL
 
 /* The sites calibration probes, one per class, written in assembly so that their first
@@ -92,12 +92,9 @@ int overhead__prog_stats(int prog_fd, uint64_t *runs, uint64_t *ns)
 	return 0;
 }
 
-int empty_probes__open(struct empty_probes *e, bool multi)
+static int load_probes(struct empty_probes *e, bool multi, const struct bpf_insn *insns,
+		       size_t n)
 {
-	const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
 	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = multi ? TRACE_UPROBE_MULTI : 0);
 	static const char *const names[2] = { "empty_enter", "empty_exit" };
 
@@ -105,7 +102,7 @@ int empty_probes__open(struct empty_probes *e, bool multi)
 	e->multi = multi;
 	e->prog_fd[0] = e->prog_fd[1] = -1;
 	for (int i = 0; i < 2; i++) {
-		e->prog_fd[i] = bpf_prog_load(BPF_PROG_TYPE_KPROBE, names[i], "GPL", insns, 2, &opts);
+		e->prog_fd[i] = bpf_prog_load(BPF_PROG_TYPE_KPROBE, names[i], "GPL", insns, n, &opts);
 		if (e->prog_fd[i] < 0) {
 			int err = -errno;
 
@@ -114,6 +111,27 @@ int empty_probes__open(struct empty_probes *e, bool multi)
 		}
 	}
 	return 0;
+}
+
+int empty_probes__open(struct empty_probes *e, bool multi)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+
+	return load_probes(e, multi, insns, 2);
+}
+
+int empty_probes__open_clock(struct empty_probes *e, bool multi)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_ktime_get_ns },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+
+	return load_probes(e, multi, insns, 3);
 }
 
 static void add_fd(struct empty_probes *e, int fd)

@@ -93,6 +93,9 @@ void overhead__add_json(const struct overhead *o, struct cJSON *meta);
 void overhead__free(struct overhead *o);
 
 int empty_probes__open(struct empty_probes *e, bool multi);
+/* The same, but each program reads the clock once: the least a span costs (one time stamp at
+ * each end), to measure tracer's programs against. */
+int empty_probes__open_clock(struct empty_probes *e, bool multi);
 /* cnt sites (file offsets) of the file at path, in process pid. */
 int empty_probes__attach(struct empty_probes *e, const char *path, const uint64_t *offsets,
 			 size_t cnt, int pid, bool ret);

@@ -294,7 +294,7 @@ int recording__attach_sched(struct recording *r)
 		bpf_object__for_each_program(prog, r->skel->obj) {
 			struct bpf_link *l;
 
-			if (!bpf_program__autoload(prog) ||
+			if (!bpf_program__autoload(prog) || !bpf_program__autoattach(prog) ||
 			    bpf_program__type(prog) != BPF_PROG_TYPE_TRACING ||
 			    irq_entry(prog) != (pass == 1))
 				continue;
