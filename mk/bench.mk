@@ -26,7 +26,8 @@ bench-tools: $(BENCH_TOOLS)
 test-bins: $(BENCH_TOOLS)
 
 # BENCH_ARGS: more options, e.g. BENCH_ARGS='--only 1,2' or '--compare-tracer OTHER/tracer'.
-bench: $(OUTPUT)/tracer $(BENCH_TOOLS)
+# Row 1d paces a target of the tests (tests/targets/prologues.c, mk/targets.mk).
+bench: $(OUTPUT)/tracer $(BENCH_TOOLS) $(OUTPUT)/targets/prologues
 	$(Q)scripts/as-root.sh python3 bench/bench.py --output $(OUTPUT) $(if $(QUICK),--quick) \
 		--results bench/results.md $(BENCH_ARGS)
 
