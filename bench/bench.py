@@ -353,7 +353,7 @@ def bench_cost():
         st.append(cost_run("floor+stats", "bench_push", 1, seconds) - base[-1])
     row("1. cost/call, push, 1 thread", "floor with BPF run-time stats on all the time",
         f"+{med(st):.0f} ns/call", f"floor +{med(fl):.0f}", f"{med(st) / med(fl):.2f}x floor",
-        "", "why overhead.c samples them 50 ms/s")
+        "", "why overhead.c samples them 20 ms/s")
 
 
 def bench_insn_classes():

@@ -5,7 +5,6 @@ It runs untraced, traced with no budget, and traced with the default budget; the
 rounds a second (its own count; traced, also from cet_work's spans, one a round). With the
 budget, sub_rsp should be shed and the target should get its untraced pace back, while cet_work
 is still recorded. b is the harness (bench.py): its helpers and settings."""
-import json
 import os
 import re
 import subprocess
@@ -16,8 +15,8 @@ PROBES = ["-u", "other:prologues:cet_work", "-u", "other:prologues:sub_rsp"]
 
 
 def paced(b, tracer_args=None):
-    """(rounds, trace or None, tracer's stderr): one paced run, untraced or launched under
-    tracer with tracer_args."""
+    """(rounds, the trace's metadata, cet_work's span starts in us, tracer's stderr): one paced
+    run, untraced (no trace) or launched under tracer with tracer_args."""
     target = [os.path.join(b.OUT, "targets", "prologues"), "--pace", str(SECONDS)]
     out = os.path.join(b.TMP, "budget.json")
     cmd = target if tracer_args is None else \
@@ -27,9 +26,15 @@ def paced(b, tracer_args=None):
         raise RuntimeError(f"{cmd[0]} exited {p.returncode}: {p.stderr[-500:]}")
     rounds = int(re.search(r"rounds (\d+)", p.stdout).group(1))
     if tracer_args is None:
-        return rounds, None, ""
+        return rounds, None, None, ""
+    # read line by line: a trace loaded whole would grow this process, and every process it
+    # forks later (their peak RSS counts it: row 5 measures tracer's)
+    work = []
     with open(out) as f:
-        return rounds, json.load(f), p.stderr
+        for line in f:
+            if '"ph":"X","name":"cet_work"' in line:
+                work.append(float(re.search(r'"ts":([\d.]+)', line).group(1)))
+    return rounds, b.trace_metadata(out), sorted(work), p.stderr
 
 
 def own_account(err):
@@ -45,19 +50,17 @@ def run(b):
     base, nobudget, own, before, after, shed_at, kept, missed = [], [], [], [], [], [], [], []
     shed = set()
     for _ in range(3):
-        rounds, _, _ = paced(b)
+        rounds, _, _, _ = paced(b)
         base.append(rounds / SECONDS)
-        rounds, _, err = paced(b, ["--max-overhead", "0"])
+        rounds, _, _, err = paced(b, ["--max-overhead", "0"])
         nobudget.append(rounds / SECONDS)
         own.append(own_account(err))
-        rounds, trace, err = paced(b, [])
-        s = trace["metadata"].get("shed")
+        rounds, meta, work, err = paced(b, [])
+        s = meta.get("shed")
         if not s:
             raise RuntimeError("the default budget shed nothing: " + err[-300:])
         shed.update(s["functions"])
         at = s["at_ns"] / 1000  # µs, as the trace's ts
-        work = sorted(e["ts"] for e in trace["traceEvents"]
-                      if e.get("ph") == "X" and e["name"] == "cet_work")
         shed_at.append(at / 1e6)
         before.append(sum(at - 1e6 <= t < at for t in work))
         after.append(sum(work[-1] - 2e6 <= t for t in work) / 2)

@@ -2,7 +2,7 @@
 /* What tracing cost the target, stated in the summary and the trace's metadata: the time spent
  * in tracer's BPF programs plus the time the kernel spends trapping each probe hit, which no
  * statistic counts. The programs' mean run time comes from the kernel's BPF run-time statistics,
- * turned on only while recording and then only 50 ms of every second (they cost every run of
+ * turned on only while recording and then only 20 ms of every second (they cost every run of
  * every program two clock reads); it is multiplied by the calls recorded. The trap cost depends
  * on the probed function's first instruction (insn.h); it is calibrated once at start-up on
  * tracer's own functions with empty BPF programs, and multiplied by the hits. */
