@@ -13,7 +13,6 @@
 #include <stdio.h>
 
 struct bpf_link;
-
 struct tracer_bpf;
 struct trace_writer;
 struct cJSON;
