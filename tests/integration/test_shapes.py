@@ -73,6 +73,29 @@ def test_follow_fork_and_exec(tmp):
     assert {child, execd} <= followed
 
 
+def test_follow_exec_from_a_thread(tmp):
+    """A thread other than the main one execs: the kernel gives it the main thread's id, and the
+    new program's spans carry that id, not the old thread's (the BPF side keeps each thread's
+    ids with its open calls, and updates them at the exec)."""
+    out = os.path.join(tmp, "te.json")
+    probes = pack(tmp, "shapes", [
+        {"object": "spawner", "function": "work", "category": "other"}])
+    p, pid = start([lib.target("spawner"), "--wait-signal", "thread-exec", "5",
+                    lib.target("spawner"), "work", "4"])
+    tr = start_tracer("-p", pid, "--follow", "-P", probes, "-o", out)
+    sigusr1(pid)
+    tid = int(p.stdout.readline().split()[1])
+    assert tid != pid
+    assert wait_exit(p)[0] == 0
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    # 5 calls on the thread before its exec, 4 in the new program, on the same thread
+    ids = collections.Counter((e["pid"], e["tid"]) for e in spans(trace) if e["name"] == "work")
+    assert ids == {(pid, tid): 5, (pid, pid): 4}, ids
+
+
 def test_library_loaded_after_attach(tmp):
     out = os.path.join(tmp, "d.json")
     probes = pack(tmp, "plugin", [

@@ -5,8 +5,13 @@
  *     "child PID" and "exec PID", waits for both.
  *   spawner --wait-signal dlopen LIBRARY N: loads LIBRARY with dlopen, then calls its
  *     plugin_work() N times, 10 ms apart; prints "loaded" when the library is in.
+ *   spawner --wait-signal thread-exec N PROGRAM ARGS...: a second thread calls work() N times,
+ *     prints "thread TID", and execs PROGRAM ARGS (the kernel gives it the main thread's id).
+ *   spawner work N: calls work() N times, at once.
  */
+#define _GNU_SOURCE /* gettid */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +65,34 @@ static int do_fork(int n, char **prog)
 	return WIFEXITED(st1) && WIFEXITED(st2) && !WEXITSTATUS(st1) && !WEXITSTATUS(st2) ? 0 : 1;
 }
 
+struct thread_exec {
+	int n;
+	char **prog;
+};
+
+static void *exec_from_thread(void *arg)
+{
+	const struct thread_exec *te = arg;
+
+	for (int i = 0; i < te->n; i++)
+		work(i);
+	printf("thread %d\n", gettid());
+	fflush(stdout);
+	execv(te->prog[0], te->prog);
+	_exit(127);
+}
+
+static int do_thread_exec(int n, char **prog)
+{
+	struct thread_exec te = { n, prog };
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, exec_from_thread, &te))
+		return 1;
+	pthread_join(t, NULL); /* the exec ends this process image first */
+	return 1;
+}
+
 static int do_dlopen(const char *lib, int n)
 {
 	struct timespec ten_ms = { 0, 10 * 1000 * 1000 };
@@ -85,14 +118,23 @@ int main(int argc, char **argv)
 		wait_signal();
 		return do_fork(atoi(argv[3]), &argv[4]);
 	}
+	if (argc >= 5 && !strcmp(argv[1], "--wait-signal") && !strcmp(argv[2], "thread-exec")) {
+		wait_signal();
+		return do_thread_exec(atoi(argv[3]), &argv[4]);
+	}
 	if (argc == 5 && !strcmp(argv[1], "--wait-signal") && !strcmp(argv[2], "dlopen")) {
 		wait_signal();
 		return do_dlopen(argv[3], atoi(argv[4]));
 	}
+	if (argc == 3 && !strcmp(argv[1], "work")) {
+		for (int i = 0; i < atoi(argv[2]); i++)
+			work(i);
+		return 0;
+	}
 	/* launch mode (tracer -- spawner dlopen ...): at once */
 	if (argc == 4 && !strcmp(argv[1], "dlopen"))
 		return do_dlopen(argv[2], atoi(argv[3]));
-	fprintf(stderr, "usage: spawner --wait-signal fork N PROGRAM ARGS... | "
-			"[--wait-signal] dlopen LIBRARY N\n");
+	fprintf(stderr, "usage: spawner --wait-signal fork|thread-exec N PROGRAM ARGS... | "
+			"[--wait-signal] dlopen LIBRARY N | work N\n");
 	return 2;
 }
