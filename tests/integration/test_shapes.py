@@ -50,22 +50,29 @@ def test_several_pids(tmp):
     assert {pa, pb} <= procs
 
 
-def test_follow_fork_and_exec(tmp):
-    out = os.path.join(tmp, "f.json")
-    probes = pack(tmp, "shapes", [
-        {"object": "spawner", "function": "work", "category": "other"},
-        {"object": "pipeline", "function": "decode_frame", "category": "decode"}])
-    p, pid = start([lib.target("spawner"), "--wait-signal", "fork", "5",
-                    lib.target("pipeline"), "--frames", "4"])
-    tr = start_tracer("-p", pid, "--follow", "-P", probes, "-o", out)
+def follow_run(tmp, probes, cmd, nlines):
+    """cmd (a spawner mode) traced by pid with --follow and the pack of probes, after SIGUSR1:
+    (its pid, the first nlines it prints, the trace)."""
+    out = os.path.join(tmp, "follow.json")
+    p, pid = start(cmd)
+    tr = start_tracer("-p", pid, "--follow", "-P", pack(tmp, "shapes", probes), "-o", out)
     sigusr1(pid)
-    child = int(p.stdout.readline().split()[1])
-    execd = int(p.stdout.readline().split()[1])
+    lines = [p.stdout.readline().split() for _ in range(nlines)]
     assert wait_exit(p)[0] == 0
     rc, err = finish_tracer(tr)
     assert rc == 0, err
     trace, text = load_trace(out)
     assert check_format(trace, text) == []
+    return pid, lines, trace
+
+
+def test_follow_fork_and_exec(tmp):
+    pid, lines, trace = follow_run(tmp, [
+        {"object": "spawner", "function": "work", "category": "other"},
+        {"object": "pipeline", "function": "decode_frame", "category": "decode"}],
+        [lib.target("spawner"), "--wait-signal", "fork", "5", lib.target("pipeline"),
+         "--frames", "4"], 2)
+    child, execd = int(lines[0][1]), int(lines[1][1])
     # the forked child from its first instruction; the exec'd program from its entry point
     assert count(trace, "work") == {pid: 5, child: 7}
     assert count(trace, "decode_frame") == {execd: 4}
@@ -77,20 +84,12 @@ def test_follow_exec_from_a_thread(tmp):
     """A thread other than the main one execs: the kernel gives it the main thread's id, and the
     new program's spans carry that id, not the old thread's (the BPF side keeps each thread's
     ids with its open calls, and updates them at the exec)."""
-    out = os.path.join(tmp, "te.json")
-    probes = pack(tmp, "shapes", [
-        {"object": "spawner", "function": "work", "category": "other"}])
-    p, pid = start([lib.target("spawner"), "--wait-signal", "thread-exec", "5",
-                    lib.target("spawner"), "work", "4"])
-    tr = start_tracer("-p", pid, "--follow", "-P", probes, "-o", out)
-    sigusr1(pid)
-    tid = int(p.stdout.readline().split()[1])
+    pid, lines, trace = follow_run(tmp, [
+        {"object": "spawner", "function": "work", "category": "other"}],
+        [lib.target("spawner"), "--wait-signal", "thread-exec", "5", lib.target("spawner"),
+         "work", "4"], 1)
+    tid = int(lines[0][1])
     assert tid != pid
-    assert wait_exit(p)[0] == 0
-    rc, err = finish_tracer(tr)
-    assert rc == 0, err
-    trace, text = load_trace(out)
-    assert check_format(trace, text) == []
     # 5 calls on the thread before its exec, 4 in the new program, on the same thread
     ids = collections.Counter((e["pid"], e["tid"]) for e in spans(trace) if e["name"] == "work")
     assert ids == {(pid, tid): 5, (pid, pid): 4}, ids
