@@ -46,10 +46,10 @@ def mean_ci(xs):
     return m, t95(n - 1) * sd / math.sqrt(n)
 
 
-def pack_functions(pid):
+def pack_functions(b, pid):
     """The default ffmpeg pack's functions, grouped by the library of the target that has them:
     {library path: [function, ...]}."""
-    with open(os.path.join(b_root(), "probes", "ffmpeg.json")) as f:
+    with open(os.path.join(b.ROOT, "probes", "ffmpeg.json")) as f:
         pack = json.load(f)
     with open(f"/proc/{pid}/maps") as f:
         libs = sorted(set(l.split()[-1] for l in f if len(l.split()) >= 6 and "/" in l))
@@ -62,10 +62,6 @@ def pack_functions(pid):
     return by_lib
 
 
-def b_root():
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def start_tool(b, tool, pid, threads1):
     """The tool's processes, attached and recording: tracer with its default packs, or the floor
     (empty programs on the same functions, one floor process per library)."""
@@ -76,7 +72,7 @@ def start_tool(b, tool, pid, threads1):
     else:
         procs = [b.Proc(pin + [os.path.join(b.BENCH, "floor"), "-p", str(pid), "-x", lib, "-f",
                                ",".join(funcs)])
-                 for lib, funcs in pack_functions(pid).items()]
+                 for lib, funcs in pack_functions(b, pid).items()]
     for pr in procs:
         pr.wait_ready()
     return procs
