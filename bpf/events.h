@@ -29,6 +29,14 @@ enum span_flags {
 	SPAN_INCOMPLETE = 1, /* the return was never seen: end_ns is when that was noticed */
 	SPAN_INSTANT = 2,    /* an entry-only probe: the call's start, no return */
 	SPAN_CAPTURE = 4,    /* a span_capture follows the span_rec */
+	SPAN_EXCEPTION = 8,  /* a C++ exception unwound the call: end_ns is when the thread was
+			      * next seen above it, at its catch at the latest */
+};
+
+/* The cookie of on_exception's links. */
+enum exception_hook {
+	EXC_THROW = 1, /* _Unwind_RaiseException, _Unwind_Resume_or_Rethrow, _Unwind_ForcedUnwind */
+	EXC_CATCH = 2, /* __cxa_begin_catch */
 };
 
 /* What a probe captures, indexed by probe id (the cookie). */
@@ -113,7 +121,7 @@ struct span_stack {
 	__u32 depth;
 	__u32 tid; /* the thread's ids, kept here to spare a helper call per span */
 	__u32 pid;
-	__u32 _pad;
+	__u32 in_flight; /* a C++ exception is unwinding this thread's calls */
 	struct frame frames[MAX_FRAMES];
 };
 
@@ -217,6 +225,7 @@ enum counter {
 	CNT_SKIPPED_PROBES,  /* ... and span program runs (a call or a return not seen) */
 	CNT_SCHED_GAPS,	     /* threads switched out (or in) twice: their state is unknown between */
 	CNT_SHORT_PY_WAITS,  /* interpreter waits shorter than PY_WAIT_MIN_NS, not submitted */
+	CNT_EXCEPTION_SPANS, /* spans a C++ exception ended (SPAN_EXCEPTION) */
 	CNT_MAX,
 };
 

@@ -40,23 +40,6 @@ volatile __u32 phase = PHASE_ATTACHING;
  * the gap is expected, not counted. */
 volatile __u32 relinking = 0;
 
-/* Closes frames the thread can no longer be inside: those at or below stack pointer sp.
- * A longjmp, or the kernel's 64-deep return limit, leaves such frames without a return. */
-static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 now)
-{
-	for (int n = 0; n < MAX_FRAMES; n++) {
-		__u32 top = st->depth;
-
-		if (top == 0 || top > MAX_FRAMES)
-			break;
-		if (st->frames[(top - 1) & (MAX_FRAMES - 1)].sp > sp)
-			break;
-		emit_span(st, top - 1, now, SPAN_INCOMPLETE);
-		count(CNT_STALE_FRAMES);
-		st->depth = top - 1;
-	}
-}
-
 /* The innermost frame was entered at this same stack pointer and has not returned: either this
  * entry is a tail call from it (`jmp`, not `call`), and both end at the one return, or it was
  * left behind (longjmp, a return not seen). In a tail call the return address at sp is already
@@ -172,8 +155,9 @@ int BPF_KPROBE(span_enter)
 		if (t)
 			now = t;
 	}
-	/* frames at this stack pointer or below have returned unseen; unless this is a tail call */
-	close_stale(st, tail_call(st, sp) ? sp - 1 : sp, now);
+	/* frames at this stack pointer or below have returned unseen, or an exception unwound
+	 * them; unless this is a tail call */
+	close_stale(st, tail_call(st, sp) ? sp - 1 : sp, now, 0);
 	d = st->depth;
 	if (d >= MAX_FRAMES) {
 		count(CNT_DEEP_FRAMES);
@@ -204,12 +188,9 @@ static __always_inline bool shed_probe(__u32 id)
 	return cfg && (cfg->flags & PROBE_SHED);
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(span_exit)
+/* A call of the innermost frame ends: entered at stack pointer entry_sp, by the probe `id`. */
+static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns();
-	/* After `ret` the stack pointer is 8 above where it was at entry. */
-	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
 	struct span_stack *st;
 	struct frame *f;
 	__u32 top;
@@ -219,7 +200,7 @@ int BPF_KRETPROBE(span_exit)
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st)
 		goto unmatched;
-	close_stale(st, entry_sp - 1, now);
+	close_stale(st, entry_sp - 1, now, 0);
 	top = st->depth;
 	if (top == 0 || top > MAX_FRAMES)
 		goto unmatched;
@@ -244,6 +225,47 @@ int BPF_KRETPROBE(span_exit)
 unmatched:
 	if (phase == PHASE_RECORDING && !relinking && !shed_probe(bpf_get_attach_cookie(ctx)))
 		count(CNT_UNMATCHED_RETS);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(span_exit)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	/* After `ret` the stack pointer is 8 above where it was at entry. */
+	return end_call(ctx, PT_REGS_SP(ctx) - 8, now);
+}
+
+/* On a function's own `ret` or tail jump (probe/resolve.h: exits), where C++ exceptions unwind
+ * through it: the stack pointer is the one at its entry, and no return address is touched. At
+ * a `ret` the return value is in rax already; at a tail jump it is not known yet (rax is
+ * whatever it holds then). */
+SEC("uprobe")
+int BPF_KPROBE(span_exit_at)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	return end_call(ctx, PT_REGS_SP(ctx), now);
+}
+
+/* A C++ exception's way (record/exception_hooks.h): thrown (the cookie is EXC_THROW: the
+ * unwinder's entry points), then caught (EXC_CATCH: __cxa_begin_catch). While it is in flight,
+ * the calls it unwinds end, marked, when the thread is next seen above them (a destructor's
+ * probed call, the catch). */
+SEC("uprobe")
+int BPF_KPROBE(on_exception)
+{
+	struct span_stack *st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+
+	if (!st || !st->depth)
+		return 0;
+	if (bpf_get_attach_cookie(ctx) == EXC_THROW) {
+		st->in_flight = 1;
+		return 0;
+	}
+	close_stale(st, PT_REGS_SP(ctx), bpf_ktime_get_ns(), SPAN_EXCEPTION);
+	st->in_flight = 0;
 	return 0;
 }
 

@@ -177,4 +177,37 @@ static __always_inline void emit_span(struct span_stack *st, __u32 i, __u64 end_
 	submit_frame(st, &st->frames[i], i, end_ns, flags);
 }
 
+/* Whether the stack pointers a and b are on different stacks: one on the thread's signal stack
+ * (sigaltstack), the other not. A handler's calls there say nothing of the frames below. */
+static __always_inline bool other_stack(__u64 a, __u64 b)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u64 lo = t->sas_ss_sp, hi = lo + t->sas_ss_size;
+
+	return lo < hi && ((a >= lo && a < hi) != (b >= lo && b < hi));
+}
+
+/* Closes frames the thread can no longer be inside: those at or below stack pointer sp on the
+ * same stack. A longjmp, or the kernel's 64-deep return limit, leaves such frames without a
+ * return (they end incomplete); a C++ exception unwinds them (SPAN_EXCEPTION, given or while
+ * one is in flight). */
+static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 now, __u32 flags)
+{
+	if (!flags)
+		flags = st->in_flight ? SPAN_EXCEPTION : SPAN_INCOMPLETE;
+	for (int n = 0; n < MAX_FRAMES; n++) {
+		__u32 top = st->depth;
+		__u64 fsp;
+
+		if (top == 0 || top > MAX_FRAMES)
+			break;
+		fsp = st->frames[(top - 1) & (MAX_FRAMES - 1)].sp;
+		if (fsp > sp || other_stack(fsp, sp))
+			break;
+		emit_span(st, top - 1, now, flags);
+		count(flags & SPAN_EXCEPTION ? CNT_EXCEPTION_SPANS : CNT_STALE_FRAMES);
+		st->depth = top - 1;
+	}
+}
+
 #endif

@@ -10,6 +10,14 @@ $(OUTPUT)/targets/%: tests/targets/%.cpp | $(OUTPUT)/targets
 
 test-bins: $(CXX_TARGET_BINS)
 
+# The exception target under AddressSanitizer too (it intercepts __cxa_throw).
+$(OUTPUT)/targets/cxx_throw_asan: tests/targets/cxx_throw.cpp | $(OUTPUT)/targets
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -g -O2 -fno-omit-frame-pointer -fcf-protection=none -fsanitize=address -Wall \
+		-Wextra -pthread $< -o $@
+
+test-bins: $(OUTPUT)/targets/cxx_throw_asan
+
 # A plugin the spawner target loads with dlopen after tracer attached.
 $(OUTPUT)/targets/libplugin.so: tests/targets/plugin/plugin.c | $(OUTPUT)/targets
 	$(call msg,CC,$@)

@@ -302,6 +302,10 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 			   "in a row; its state between is unknown (marked on its track), not "
 			   "guessed.\n",
 			(unsigned long long)c[CNT_SCHED_GAPS]);
+	if (c[CNT_EXCEPTION_SPANS])
+		fprintf(f, "\nC++ exceptions: %llu spans ended by an exception thrown through them "
+			   "(marked \"exception\", ending at its catch).\n",
+			(unsigned long long)c[CNT_EXCEPTION_SPANS]);
 	if (incomplete || c[CNT_DEEP_FRAMES] || c[CNT_UNMATCHED_RETS])
 		fprintf(f, "\nIncomplete: %llu spans whose return was never seen (longjmp, deep "
 			   "recursion, thread exit); %llu calls nested too deep to record; %llu "

@@ -168,9 +168,12 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct build
 
 		if (!gelf_getsym(data, i, &sym))
 			return -ENOEXEC;
-		if (sym.st_shndx == SHN_UNDEF && sym.st_name &&
-		    (name = elf_strptr(elf, sh->sh_link, sym.st_name)) && stack_switch(name))
+		name = sym.st_name ? elf_strptr(elf, sh->sh_link, sym.st_name) : NULL;
+		if (sym.st_shndx == SHN_UNDEF && name && stack_switch(name))
 			b->res->switches_stacks = true;
+		/* imported, or defined here (libstdc++, a program linked with it statically) */
+		if (name && !strcmp(name, "__gxx_personality_v0"))
+			b->res->unwinds = true;
 		type = GELF_ST_TYPE(sym.st_info);
 		if (type != STT_FUNC && type != STT_GNU_IFUNC)
 			continue;
@@ -178,8 +181,7 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct build
 			continue;
 		if (!addr_to_offset(b, sym.st_value, &off))
 			continue;
-		/* NULL when st_name is out of range or the string is not terminated */
-		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		/* NULL when st_name is 0, out of range or the string is not terminated */
 		if (!name)
 			continue;
 		/* .symtab of an unstripped object spells versions out: foo@@V2, foo@V1 */

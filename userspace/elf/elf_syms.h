@@ -22,6 +22,8 @@ struct elf_syms {
 	bool pie;    /* ET_DYN: shared object or position-independent executable */
 	bool is_go;  /* has a .go.buildinfo section or a Go build-id note */
 	bool switches_stacks; /* imports swapcontext, setcontext or makecontext */
+	bool unwinds;	      /* C++ with exceptions (it uses __gxx_personality_v0): they unwind
+			       * through its functions */
 };
 
 /* Reads STT_FUNC and STT_GNU_IFUNC symbols with a non-zero address from .symtab and .dynsym.

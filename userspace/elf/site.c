@@ -319,6 +319,93 @@ static bool entry_inside(const struct code_view *v, const struct site_move *m)
 	return lo < v->nentries && v->entries[lo] <= m->func + m->delta;
 }
 
+static bool is_entry(const struct code_view *v, uint64_t off)
+{
+	size_t lo = 0, hi = v->nentries;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v->entries[mid] < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < v->nentries && v->entries[lo] == off;
+}
+
+/* A PLT stub: an indirect jump through the GOT, after an endbr64 and a bnd prefix in .plt.sec. */
+static bool is_plt_stub(const struct code_view *v, uint64_t off)
+{
+	size_t len;
+	const uint8_t *p = code_view__at(v, off, &len);
+
+	if (p && len >= 4 && !memcmp(p, "\xf3\x0f\x1e\xfa", 4)) {
+		p += 4;
+		len -= 4;
+	}
+	if (p && len >= 1 && p[0] == 0xf2) {
+		p++;
+		len--;
+	}
+	return p && len >= 2 && p[0] == 0xff && p[1] == 0x25;
+}
+
+/* Whether insn leaves the function for good: a return, or a tail call (a jmp to another
+ * function's entry, to a PLT stub, or through the GOT). A jump to other code outside it (a
+ * .cold part) is not an exit: calls taking it end when the thread is next seen above. */
+static bool is_exit(csh h, const cs_insn *insn, const struct code_view *v, const struct site_move *m)
+{
+	const cs_x86 *x = &insn->detail->x86;
+
+	if (insn->id == X86_INS_RET)
+		return true;
+	if (insn->id != X86_INS_JMP || x->op_count != 1)
+		return false;
+	if (x->operands[0].type == X86_OP_IMM) {
+		uint64_t t = x->operands[0].imm;
+
+		return (t < m->func || t >= m->func + m->size) &&
+		       (is_entry(v, t) || is_plt_stub(v, t));
+	}
+	return x->operands[0].type == X86_OP_MEM && x->operands[0].mem.base == X86_REG_RIP &&
+	       x->operands[0].mem.index == X86_REG_INVALID;
+}
+
+static void find_exits(csh h, cs_insn *insn, const struct code_view *v, struct site_move *m)
+{
+	size_t avail, left;
+	const uint8_t *p = code_view__at(v, m->func, &avail);
+	uint64_t addr = m->func;
+	enum insn_class c;
+
+	m->exits = NULL;
+	m->nexits = 0;
+	m->exits_why_not = !p ? "it is not in the object's code" :
+			   !m->size ? "its size is unknown" : m->size > avail ? "it is cut short" : NULL;
+	if (m->exits_why_not)
+		return;
+	left = m->size;
+	while (left) {
+		if (!cs_disasm_iter(h, &p, &left, &addr, insn)) {
+			free(m->exits);
+			m->exits = NULL;
+			m->nexits = 0;
+			m->exits_why_not = "it cannot be decoded whole";
+			return;
+		}
+		if (!is_exit(h, insn, v, m))
+			continue;
+		c = insn__classify(insn->bytes, insn->size);
+		if (!m->nexits || c > m->exits_cls)
+			m->exits_cls = c;
+		m->exits = xrealloc(m->exits, m->nexits + 1, sizeof(*m->exits));
+		m->exits[m->nexits++] = insn->address;
+	}
+	if (!m->nexits)
+		m->exits_why_not = "it has no return";
+}
+
 void site__choose(const struct code_view *v, struct site_move *m, size_t n)
 {
 	struct window *w = NULL;
@@ -332,12 +419,15 @@ void site__choose(const struct code_view *v, struct site_move *m, size_t n)
 			m[i].skipped[0] = '\0';
 			m[i].first = m[i].cls = INSN_STEPPED;
 			m[i].why_not = "no disassembler";
+			m[i].exits_why_not = "no disassembler";
 		}
 		return;
 	}
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
 	insn = cs_malloc(h);
 	for (size_t i = 0; i < n; i++) {
+		if (m[i].want_exits)
+			find_exits(h, insn, v, &m[i]);
 		propose(h, insn, v, &m[i]);
 		if (m[i].delta && entry_inside(v, &m[i])) {
 			m[i].delta = 0;

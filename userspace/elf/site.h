@@ -50,16 +50,29 @@ struct site_move {
 	uint64_t func;	/* the function's file offset */
 	uint64_t size;	/* its size (st_size); 0, unknown: never moved */
 	bool keep_args; /* the probe reads argument registers at its site */
+	bool want_exits; /* find its exits: its returns are probed there, not by a return probe */
 	/* out */
 	enum insn_class first; /* of the function's first instruction */
 	enum insn_class cls;   /* of the instruction at the site */
 	uint32_t delta;	       /* the site, in bytes past func (0: not moved) */
 	char skipped[64];      /* what the probes moved past: "endbr64", "test; mov" */
 	const char *why_not;   /* first single-stepped and not moved: why (static text) */
+	/* want_exits: where a call of it ends, as file offsets (xcalloc'd, the caller frees):
+	 * each `ret`, and each tail call (a jmp to another function's entry). NULL when the
+	 * function cannot be decoded whole (exits_why_not says why). */
+	uint64_t *exits;
+	size_t nexits;
+	enum insn_class exits_cls; /* the costliest of them to probe (a `ret` is single-stepped) */
+	const char *exits_why_not;
 };
 
 /* Chooses each function's site; one pass over the object's code checks the jumps from
- * elsewhere for all of them. */
+ * elsewhere for all of them. With want_exits, also finds each function's exits.
+ *
+ * Why exits: a return probe puts a trampoline's address in the call's return slot, and a C++
+ * exception unwinding through that frame finds no unwind information there and aborts the
+ * process. A probe on the function's own `ret` instructions (and tail jumps) touches no stack;
+ * a call an exception unwinds hits none of them and ends at the catch instead. */
 void site__choose(const struct code_view *v, struct site_move *m, size_t n);
 
 struct elf_syms;

@@ -185,6 +185,8 @@ static int probe_table__add(struct probe_table *t, const struct probe_spec *spec
 	p->size = sym->size;
 	p->site = sym->offset;
 	p->site_past = NULL;
+	p->exits = NULL;
+	p->nexits = 0;
 	p->placed = false;
 	p->spec = spec;
 	probe__set_cfg(p, spec, entry_only);
@@ -298,15 +300,15 @@ static int resolve_usdt(const struct probe_spec *spec, const struct mapped_objec
 	return n;
 }
 
-static void site__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
-		      uint64_t offset, uint64_t cookie, bool entry_only)
+void attach_sites__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
+		       uint64_t offset, uint64_t cookie, bool entry_only, bool at_exit)
 {
 	struct attach_site *s = NULL;
 
 	for (size_t i = 0; i < sites->cnt && !s; i++)
 		if (sites->v[i].pid == pid && sites->v[i].dev == o->dev &&
 		    sites->v[i].ino == o->ino && sites->v[i].entry_only == entry_only &&
-		    !sites->v[i].ref_ctr_offsets)
+		    sites->v[i].at_exit == at_exit && !sites->v[i].ref_ctr_offsets)
 			s = &sites->v[i];
 	if (!s) {
 		sites->v = xrealloc(sites->v, sites->cnt + 1, sizeof(*sites->v));
@@ -318,6 +320,7 @@ static void site__add(struct attach_sites *sites, int pid, const struct mapped_o
 		s->path = o->open_path;
 		s->object = o->base;
 		s->entry_only = entry_only;
+		s->at_exit = at_exit;
 	}
 	for (size_t i = 0; i < s->cnt; i++)
 		if (s->offsets[i] == offset)
@@ -399,21 +402,59 @@ static bool misspelled_object(const struct probe_spec *spec, const struct target
 	return near;
 }
 
+/* A function's cold part (GCC's foo.cold, "[clone .cold]"): code its function jumps to, never
+ * called; only a spec that names it probes it. */
+static bool cold_part(const struct probe_spec *spec, const char *name)
+{
+	const char *c = strstr(name, ".cold");
+
+	return c && (!c[5] || c[5] == '.') && !strstr(spec->function, "cold");
+}
+
+/* Where a C++ exception can unwind through a function (its object has exception tables), its
+ * calls end at its own returns, not at a return probe (elf/site.h says why); one that cannot be
+ * decoded whole is entry-only. TRACER_RETURN_PROBES=1 (the benchmark's baseline) says
+ * otherwise. */
+static void set_exits(struct probe *p, struct site_move *m)
+{
+	if (!m->want_exits)
+		return;
+	/* one probe cannot be both a call's start and its end: an exit at the site keeps the
+	 * site at the first instruction, and a function that starts with one (a thunk's jmp)
+	 * has no span to time */
+	for (size_t e = 0; e < m->nexits; e++) {
+		if (m->exits[e] == p->offset) {
+			m->nexits = 0;
+			m->exits_why_not = "it is a jump to another function";
+		} else if (m->exits[e] <= p->offset + m->delta) {
+			m->delta = 0;
+		}
+	}
+	if (m->nexits) {
+		p->exits = m->exits;
+		p->nexits = m->nexits;
+		p->exits_cls = m->exits_cls;
+		return;
+	}
+	free(m->exits);
+	p->cfg.flags |= PROBE_ENTRY_ONLY;
+	pr_debug("%s:%s: entry-only (C++ exceptions unwind through it, and %s)", p->object,
+		 p->function, m->exits_why_not);
+}
+
 /* The sites of the probes just added in one object: past its leading single-stepped
- * instructions where that is safe (elf/site.h). Go code is left alone (entry-only, and its
- * stack checks branch back to the entry). */
+ * instructions where that is safe (elf/site.h), and their exits where exceptions pass. Go
+ * code is left alone (entry-only, and its stack checks branch back to the entry). */
 static void place(struct probe_table *t, const int *ids, size_t n, const struct mapped_object *o,
 		  const struct elf_syms *syms)
 {
+	/* TRACER_NO_SITE_MOVE: the first instruction, as before: to compare */
+	bool move = !getenv("TRACER_NO_SITE_MOVE");
+	bool exits = syms->unwinds && !getenv("TRACER_RETURN_PROBES");
 	struct site_move *m;
 	int *which;
 	size_t k = 0;
 
-	if (getenv("TRACER_NO_SITE_MOVE")) { /* the first instruction, as before: to compare */
-		for (size_t i = 0; i < n; i++)
-			t->v[ids[i]].placed = true;
-		return;
-	}
 	m = xcalloc(n + 1, sizeof(*m));
 	which = xcalloc(n + 1, sizeof(*which));
 
@@ -426,6 +467,7 @@ static void place(struct probe_table *t, const int *ids, size_t n, const struct 
 		m[k].func = p->offset;
 		m[k].size = syms->is_go ? 0 : p->size;
 		m[k].keep_args = p->cfg.flags & (PROBE_ARGS | PROBE_NAME_FROM);
+		m[k].want_exits = exits && !(p->cfg.flags & PROBE_ENTRY_ONLY);
 		which[k++] = ids[i];
 	}
 	if (k)
@@ -433,7 +475,8 @@ static void place(struct probe_table *t, const int *ids, size_t n, const struct 
 	for (size_t i = 0; i < k; i++) {
 		struct probe *p = &t->v[which[i]];
 
-		if (!m[i].delta)
+		set_exits(p, &m[i]);
+		if (!m[i].delta || !move)
 			continue;
 		p->site = p->offset + m[i].delta;
 		p->site_past = xstrdup(m[i].skipped);
@@ -483,7 +526,8 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 
 					/* An IFUNC's address is its resolver's, which runs once at
 					 * load: probing it would show nothing of the calls. */
-					if (!demangle__match(spec->function, sym->name))
+					if (!demangle__match(spec->function, sym->name) ||
+					    cold_part(spec, sym->name))
 						continue;
 					/* an IFUNC, or an old version of a name that is an IFUNC
 					 * now (memcpy@GLIBC_2.2.5 next to memcpy@@GLIBC_2.14):
@@ -510,9 +554,15 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 				for (size_t k = 0; k < nids; k++) {
 					const struct probe *p = &table->v[ids[k]];
 
-					site__add(sites, flags & RESOLVE_SHARED ? 0 : targets[t].pid, o,
-						  p->site, ids[k],
-						  p->cfg.flags & PROBE_ENTRY_ONLY);
+					int pid = flags & RESOLVE_SHARED ? 0 : targets[t].pid;
+
+					attach_sites__add(sites, pid, o, p->site, ids[k],
+							  (p->cfg.flags & PROBE_ENTRY_ONLY) ||
+								  p->nexits,
+							  false);
+					for (size_t e = 0; e < p->nexits; e++)
+						attach_sites__add(sites, pid, o, p->exits[e],
+								  ids[k], true, true);
 				}
 			}
 		}
@@ -552,6 +602,7 @@ void probe_table__free(struct probe_table *table)
 		free(table->v[i].function);
 		free(table->v[i].object);
 		free(table->v[i].site_past);
+		free(table->v[i].exits);
 	}
 	free(table->v);
 	table->v = NULL;

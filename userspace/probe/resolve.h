@@ -5,6 +5,7 @@
 #define TRACER_RESOLVE_H
 
 #include "events.h"
+#include "elf/insn.h"
 #include "probe/probe_spec.h"
 #include "record/target.h"
 
@@ -22,6 +23,9 @@ struct probe {
 	uint64_t site;	 /* file offset the probes go on: offset, or past single-stepped
 			  * instructions (elf/site.h) */
 	char *site_past; /* what the site moved past ("endbr64"), or NULL */
+	uint64_t *exits; /* where its calls end, probed instead of its return (elf/site.h) */
+	size_t nexits;
+	enum insn_class exits_cls; /* what a hit on them costs: the costliest */
 	bool placed;	 /* site chosen */
 	const struct probe_spec *spec;
 	struct probe_cfg cfg; /* what the BPF programs capture: spec's arguments, in order */
@@ -48,6 +52,7 @@ struct attach_site {
 	size_t cnt;
 	bool entry_only; /* no return probes for these */
 	bool usdt_end;	 /* the ends of USDT start/end pairs (another program) */
+	bool at_exit;	 /* a function's own returns and tail calls (another program) */
 };
 
 struct attach_sites {
@@ -69,6 +74,10 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 		    unsigned int flags, struct probe_table *table, struct attach_sites *sites,
 		    char *err, size_t errlen);
 
+/* Adds a function's site (offset in o, probe id cookie) to the sites of pid's mapping of o
+ * of that kind (entry_only: no return probe; at_exit: one of its exits). */
+void attach_sites__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
+		       uint64_t offset, uint64_t cookie, bool entry_only, bool at_exit);
 void probe_table__free(struct probe_table *table);
 void attach_sites__free(struct attach_sites *sites);
 

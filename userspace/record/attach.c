@@ -98,9 +98,11 @@ bool attach__multi_supported(void)
 	return link_fd >= 0;
 }
 
-void attach__set_usdt_end(struct attachment *a, struct bpf_program *usdt_end)
+void attach__set_programs(struct attachment *a, struct bpf_program *usdt_end,
+			  struct bpf_program *at_exit)
 {
 	a->usdt_end = usdt_end;
+	a->at_exit = at_exit;
 }
 
 /* The kernel refuses this function, not the whole attachment: the others go on without it. */
@@ -176,6 +178,12 @@ static int attach_range(struct attachment *a, const struct attach_site *s, int p
 	return e ? e : attach_range(a, s, pfd, ret, mid, hi, err, errlen);
 }
 
+/* The program of a site that is not a span's entry: a USDT end, a function's exits. */
+static struct bpf_program *site_program(const struct attachment *a, const struct attach_site *s)
+{
+	return s->usdt_end ? a->usdt_end : s->at_exit ? a->at_exit : NULL;
+}
+
 static int attach_multi(struct attachment *a, const struct attach_sites *sites, int prog_fd,
 			bool ret, char *err, size_t errlen)
 {
@@ -185,10 +193,10 @@ static int attach_multi(struct attachment *a, const struct attach_sites *sites, 
 
 		if (ret && s->entry_only)
 			continue;
-		if (s->usdt_end) {
-			if (!a->usdt_end)
+		if (s->usdt_end || s->at_exit) {
+			if (!site_program(a, s))
 				continue;
-			pfd = bpf_program__fd(a->usdt_end);
+			pfd = bpf_program__fd(site_program(a, s));
 		}
 		e = attach_range(a, s, pfd, ret, 0, s->cnt, err, errlen);
 		if (e)
@@ -203,7 +211,7 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 	for (size_t i = 0; i < sites->cnt; i++) {
 		const struct attach_site *s = &sites->v[i];
 
-		if (s->usdt_end && !a->usdt_end)
+		if ((s->usdt_end || s->at_exit) && !site_program(a, s))
 			continue;
 		for (size_t k = 0; k < s->cnt && !(ret && s->entry_only); k++) {
 			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret,
@@ -211,7 +219,7 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 				    .ref_ctr_offset = s->ref_ctr_offsets ? s->ref_ctr_offsets[k] : 0);
 			struct bpf_link *l;
 
-			l = bpf_program__attach_uprobe_opts(s->usdt_end ? a->usdt_end : prog,
+			l = bpf_program__attach_uprobe_opts(site_program(a, s) ? site_program(a, s) : prog,
 							    s->pid ? s->pid : -1, s->path,
 							    s->offsets[k], &opts);
 			if (!l && refused_alone(-errno)) {

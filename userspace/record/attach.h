@@ -35,6 +35,7 @@ struct attachment {
 	size_t nlinks;
 	size_t nprobes; /* functions attached, counted once per process */
 	struct bpf_program *usdt_end;
+	struct bpf_program *at_exit; /* a function's exits (probe/resolve.h: at_exit sites) */
 	struct refused_probe *refused; /* functions the kernel would not probe, left out */
 	size_t nrefused;
 };
@@ -70,8 +71,10 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
  * closed (which waits for the kernel, up to a few hundred ms) and made again without them,
  * returns before entries. Returns how many probe ids were attached and are now gone. */
 size_t attach__shed(struct attachment *a, const bool *shed, size_t nids);
-/* USDT end sites (usdt_end) go to this program; without one they are skipped. */
-void attach__set_usdt_end(struct attachment *a, struct bpf_program *usdt_end);
+/* The programs of USDT end sites (usdt_end) and of functions' exits (at_exit); without one,
+ * those sites are skipped. */
+void attach__set_programs(struct attachment *a, struct bpf_program *usdt_end,
+			  struct bpf_program *at_exit);
 
 /* Entries first, then returns (the reverse of attaching). Each uprobe_multi link takes tens of
  * milliseconds to close (RCU grace periods), so the links of each kind close in parallel. */

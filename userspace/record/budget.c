@@ -57,10 +57,14 @@ static double hit_ns(struct recording *r, uint32_t id, double enter_ns, double e
 	if (b->cls[id] < 0) /* read once: the file's bytes at the site */
 		b->cls[id] = recording__probe_class(r, &r->tracked.probes.v[id]);
 	c = b->cls[id];
-	bool ret = !(r->tracked.probes.v[id].cfg.flags & PROBE_ENTRY_ONLY);
+	const struct probe *p = &r->tracked.probes.v[id];
+	bool ret = !(p->cfg.flags & PROBE_ENTRY_ONLY);
 	double trap = o->cal.ok ? o->cal.entry_ns[c] : default_entry_ns[c];
 
-	if (ret)
+	/* a return probe, or a probe on the function's own exits (probe/resolve.h) */
+	if (ret && p->nexits)
+		trap += (o->cal.ok ? o->cal.entry_ns : default_entry_ns)[p->exits_cls] + exit_ns;
+	else if (ret)
 		trap += (o->cal.ok ? o->cal.return_ns : DEFAULT_RETURN_NS) + exit_ns;
 	return trap + enter_ns;
 }

@@ -169,6 +169,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_SKIPPED_PROBES] = "skipped_probe_hits",
 		[CNT_SCHED_GAPS] = "sched_state_unknown",
 		[CNT_SHORT_PY_WAITS] = "python_waits_under_20us",
+		[CNT_EXCEPTION_SPANS] = "spans_ended_by_exception",
 	};
 	cJSON *m = identity(r, 4096), *a, *o;
 	char *s;
@@ -217,6 +218,9 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 			cJSON_AddNumberToObject(o, "site_offset", p->site);
 			cJSON_AddStringToObject(o, "site_past", p->site_past);
 		}
+		/* where its calls end, probed instead of its return (C++ exceptions pass it) */
+		if (p->nexits)
+			cJSON_AddNumberToObject(o, "exits", p->nexits);
 		cJSON_AddItemToArray(a, o);
 	}
 	o = cJSON_AddObjectToObject(m, "counts");
@@ -258,9 +262,16 @@ static void finish_overhead(struct recording *r)
 
 	recording__read_counters(r, c);
 	short_waits = c[CNT_SHORT_PY_WAITS];
-	for (size_t i = 0; i < r->tracked.probes.cnt && i < r->ncalls; i++)
-		if (r->calls_per_probe[i])
-			calls[recording__probe_class(r, &r->tracked.probes.v[i])] += r->calls_per_probe[i];
+	for (size_t i = 0; i < r->tracked.probes.cnt && i < r->ncalls; i++) {
+		const struct probe *p = &r->tracked.probes.v[i];
+
+		if (!r->calls_per_probe[i])
+			continue;
+		calls[recording__probe_class(r, p)] += r->calls_per_probe[i];
+		/* its exits are plain probes too: charged as such (an exception reaches none) */
+		if (p->nexits)
+			calls[p->exits_cls] += r->calls_per_probe[i];
+	}
 	/* the interpreter's short waits were hit (entry and return) but left no span: charged at
 	 * the site of the first such probe */
 	for (size_t i = 0; i < r->tracked.probes.cnt && short_waits; i++)

@@ -269,7 +269,10 @@ int recording__handle_record(void *ctx, void *data, size_t size)
 			r->ncalls = n;
 		}
 		r->calls_per_probe[s->probe_id]++;
-		r->returns += !(s->flags & (SPAN_INSTANT | SPAN_INCOMPLETE));
+		/* a return probe's hits; a hit on a function's exits is a plain probe's (finish.c) */
+		r->returns += !(s->flags & (SPAN_INSTANT | SPAN_INCOMPLETE | SPAN_EXCEPTION)) &&
+			      !(s->probe_id < r->tracked.probes.cnt &&
+				r->tracked.probes.v[s->probe_id].nexits);
 	}
 	return consumer__handle(&r->consumer, data, size);
 }

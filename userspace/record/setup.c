@@ -74,7 +74,6 @@ void recording__warn_hazards(const struct recording *r)
 	static const struct {
 		const char *glob, *what;
 	} hazards[] = {
-		{ "libstdc++.so.*", "C++ exceptions" },
 		{ "libboost_context*.so*", "Boost.Context coroutines" },
 		{ "libboost_fiber*.so*", "Boost.Fiber fibers" },
 		{ "libco.so*", "libco coroutines" },
@@ -82,21 +81,19 @@ void recording__warn_hazards(const struct recording *r)
 		{ "libfolly*.so*", "folly fibers" },
 	};
 	const struct tracked *t = &r->tracked;
-	bool cxx = false;
+	bool returns = false;
 
-	if (r->opts->entry_only)
-		return;
-	/* exceptions only unwind C++ frames: a concern when C++ functions are probed */
-	for (size_t i = 0; i < t->probes.cnt && !cxx; i++)
-		cxx = !strncmp(t->probes.v[i].function, "_Z", 2) &&
-		      !(t->probes.v[i].cfg.flags & PROBE_ENTRY_ONLY);
-	for (size_t h = cxx ? 0 : 1; h < sizeof(hazards) / sizeof(hazards[0]); h++)
+	/* C++ exceptions need no warning: where they unwind, calls end at the functions' own
+	 * exits (probe/resolve.h); a stack switch still meets a return probe */
+	for (size_t i = 0; i < t->probes.cnt && !returns; i++)
+		returns = !t->probes.v[i].nexits && !(t->probes.v[i].cfg.flags & PROBE_ENTRY_ONLY);
+	for (size_t h = 0; returns && h < sizeof(hazards) / sizeof(hazards[0]); h++)
 		for (size_t k = 0; k < t->ntargets; k++)
 			for (size_t i = 0; i < t->targets[k].nobjs; i++)
 				if (!fnmatch(hazards[h].glob, t->targets[k].objs[i].base, 0)) {
-					pr_warn("pid %d uses %s (%s): if one unwinds or switches "
-						"stacks through a probed function, its return probe "
-						"crashes the process; use --entry-only then",
+					pr_warn("pid %d uses %s (%s): if one switches stacks through "
+						"a probed function, its return probe crashes the "
+						"process; use --entry-only then",
 						t->targets[k].pid, hazards[h].what,
 						t->targets[k].objs[i].base);
 					k = t->ntargets;
@@ -217,6 +214,8 @@ int recording__load_bpf(struct recording *r)
 		bpf_program__set_expected_attach_type(skel->progs.span_enter, TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.span_exit, TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.usdt_end, TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.span_exit_at, TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.on_exception, TRACE_UPROBE_MULTI);
 	}
 	bpf_program__set_autoload(skel->progs.stop_at_entry, r->launched || o->follow);
 	if (o->no_sched) {
@@ -265,7 +264,9 @@ void recording__setup_tracked(struct recording *r)
 	t->targets_map = r->skel->maps.targets;
 	t->cfg_map = r->skel->maps.probe_cfgs;
 	t->usdt_map = r->skel->maps.usdt_cfgs;
-	attach__set_usdt_end(&t->attachment, r->skel->progs.usdt_end);
+	attach__set_programs(&t->attachment, r->skel->progs.usdt_end, r->skel->progs.span_exit_at);
+	t->exceptions.prog = r->skel->progs.on_exception;
+	t->exceptions.links.multi = t->attachment.multi;
 	for (size_t i = 0; i < t->ntargets; i++) {
 		__u32 pid = t->targets[i].pid;
 		__u8 one = 1;

@@ -121,8 +121,8 @@ static void warn_stepped(const struct attach_sites *sites)
 	size_t total = 0, stepped = 0;
 
 	for (size_t i = 0; i < sites->cnt; i++) {
-		if (sites->v[i].usdt_end || sites->v[i].ref_ctr_offsets)
-			continue; /* USDT sites are nops: emulated */
+		if (sites->v[i].usdt_end || sites->v[i].ref_ctr_offsets || sites->v[i].at_exit)
+			continue; /* USDT sites are nops: emulated; exits are not where calls start */
 		for (size_t k = 0; k < sites->v[i].cnt; k++) {
 			total++;
 			stepped += overhead__site_class(sites->v[i].path, sites->v[i].offsets[k]) ==
@@ -178,6 +178,19 @@ static int report_refused(struct tracked *t, size_t from, char *err, size_t errl
 	return 0;
 }
 
+/* Where calls end at their exits, the throws and catches that end the calls an exception unwinds. */
+static int hook_exceptions(struct tracked *t, const struct attach_sites *sites, char *err,
+			size_t errlen)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < t->ntargets; i++)
+		ret = exception_hooks__add(&t->exceptions, &t->targets[i],
+					   t->resolve_flags & RESOLVE_SHARED ? 0 : t->targets[i].pid,
+					   sites, err, errlen);
+	return ret;
+}
+
 /* Resolves specs against views, then attaches what they resolved to. */
 static int attach_specs(struct tracked *t, const struct probe_specs *specs, struct target *views,
 			size_t n, unsigned int flags, char *err, size_t errlen)
@@ -197,7 +210,9 @@ static int attach_specs(struct tracked *t, const struct probe_specs *specs, stru
 
 		warn_stepped(&sites);
 		write_cfgs(t, first);
-		ret = attach__sites(&t->attachment, &sites, t->enter, t->exit, err, errlen);
+		ret = hook_exceptions(t, &sites, err, errlen);
+		if (!ret)
+			ret = attach__sites(&t->attachment, &sites, t->enter, t->exit, err, errlen);
 		if (!ret)
 			ret = report_refused(t, refused, err, errlen);
 	}
@@ -266,25 +281,6 @@ static size_t all_views(const struct tracked *t, struct target *views)
 	return t->ntargets;
 }
 
-/* Return probes on C++ functions crash a process when an exception unwinds through one: say so
- * when a pack picked late probes C++ in a process that uses exceptions. */
-static void warn_cxx(const struct tracked *t, size_t first, const struct target *tg,
-		     const char *pack)
-{
-	bool cxx = false;
-
-	for (size_t i = first; i < t->probes.cnt && !cxx; i++)
-		cxx = !strncmp(t->probes.v[i].function, "_Z", 2) &&
-		      !(t->probes.v[i].cfg.flags & PROBE_ENTRY_ONLY);
-	for (size_t k = 0; cxx && k < tg->nobjs; k++)
-		if (!fnmatch("libstdc++.so*", tg->objs[k].base, 0)) {
-			pr_warn("pid %d uses C++ exceptions: if one unwinds through a function the %s "
-				"pack probes (an error your code catches), its return probe crashes "
-				"the process; use --entry-only then", tg->pid, pack);
-			return;
-		}
-}
-
 /* The late packs a target now maps the library of: picked and attached. */
 static int pick_late_packs(struct tracked *t, char *err, size_t errlen)
 {
@@ -294,7 +290,7 @@ static int pick_late_packs(struct tracked *t, char *err, size_t errlen)
 		struct late_pack *l = &t->late[k];
 		const struct mapped_object *why = NULL;
 		struct target *views;
-		size_t i, n, first;
+		size_t i, n;
 
 		for (i = 0; !l->picked && i < t->ntargets && !why; i++)
 			why = probe_pack__reason(&l->pack, t->targets[i].objs, t->resolved[i]);
@@ -303,7 +299,6 @@ static int pick_late_packs(struct tracked *t, char *err, size_t errlen)
 		l->picked = true;
 		views = xcalloc(t->ntargets + 1, sizeof(*views));
 		n = all_views(t, views);
-		first = t->probes.cnt;
 		ret = attach_specs(t, l->specs, views, n, t->resolve_flags | RESOLVE_LENIENT, err,
 				   errlen);
 		free_views(views, n);
@@ -312,7 +307,6 @@ static int pick_late_packs(struct tracked *t, char *err, size_t errlen)
 		/* said once its probes are live: from here on every call is recorded */
 		pr_info("pid %d mapped %s: probing it with the %s pack", t->targets[i - 1].pid,
 			why->base, l->pack.name);
-		warn_cxx(t, first, &t->targets[i - 1], l->pack.name);
 	}
 	return ret;
 }
@@ -414,6 +408,7 @@ int tracked__add_system(struct tracked *t, char *err, size_t errlen)
 void tracked__free(struct tracked *t)
 {
 	attach__detach(&t->attachment);
+	exception_hooks__free(&t->exceptions);
 	probe_table__free(&t->probes);
 	for (size_t k = 0; k < t->nlate; k++) {
 		probe_pack__free(&t->late[k].pack);

@@ -8,6 +8,7 @@
 #include "record/attach.h"
 #include "probe/resolve.h"
 #include "record/target.h"
+#include "record/exception_hooks.h"
 
 struct bpf_map;
 
@@ -38,6 +39,7 @@ struct tracked {
 	struct bpf_program *enter, *exit;
 	struct bpf_map *targets_map, *cfg_map;
 	struct bpf_map *usdt_map; /* how USDT probes fetch their arguments */
+	struct exception_hooks exceptions; /* where C++ exceptions end calls */
 	bool no_args;
 };
 

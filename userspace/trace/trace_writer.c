@@ -303,18 +303,28 @@ static char *put_pid_tid(char *p, int pid, int tid)
 	return json_put_u64(p, tid);
 }
 
-/* ,"args":{...} with the span's own members and the incomplete mark. */
-static char *put_args(char *p, const char *args, bool incomplete)
+/* ,"args":{...} with the span's own members and the marks of how it ended. */
+static char *put_args(char *p, const char *args, uint32_t flags)
 {
+	static const struct {
+		uint32_t flag;
+		const char *member;
+	} marks[] = { { SPAN_INCOMPLETE, "\"incomplete\":true" },
+		      { SPAN_EXCEPTION, "\"exception\":true" } };
 	bool any = args && *args;
 
-	if (!any && !incomplete)
+	if (!any && !(flags & (SPAN_INCOMPLETE | SPAN_EXCEPTION)))
 		return p;
 	p = put(p, ",\"args\":{");
 	if (any)
 		p = put(p, args);
-	if (incomplete)
-		p = put(p, any ? ",\"incomplete\":true" : "\"incomplete\":true");
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		if (!(flags & marks[i].flag))
+			continue;
+		p = put(p, any ? "," : "");
+		p = put(p, marks[i].member);
+		any = true;
+	}
 	return put(p, "}");
 }
 
@@ -335,7 +345,7 @@ void trace_writer__span(struct trace_writer *w, const struct span_rec *r, const 
 		p = put_us(p, r->end_ns - r->start_ns);
 	}
 	p = put_pid_tid(p, r->pid, r->tid);
-	p = put_args(p, args, r->flags & SPAN_INCOMPLETE);
+	p = put_args(p, args, r->flags);
 	commit(w, put(p, "},\n"));
 }
 
