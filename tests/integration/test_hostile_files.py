@@ -57,6 +57,23 @@ def strict_json(data):
     return json.loads(data.decode("utf-8"), parse_constant=no_constants)
 
 
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def merge_with_itself(src, out):
+    """Merges src with itself into out; returns what a strict reader reads there."""
+    p = tracer("merge", src, src, "-o", out)
+    assert p.returncode == 0, p.stderr
+    return strict_json(read(out))
+
+
 @lib.offline
 def test_names_never_raw(tmp):
     src = os.path.join(tmp, "hostile.json")
@@ -79,11 +96,7 @@ def test_names_never_raw(tmp):
     assert {l["name"] for l in lines} >= {"dec\x00ode", "bad\ufffd\ufffd\ufffdutf", "fine"}
     assert all(l["thread"] == "work\ufffd[31mRED\ufffd]0;pwned\ufffd\ufffder\ufffd"
                for l in lines), lines
-    out = os.path.join(tmp, "merged.json")
-    p = tracer("merge", src, src, "-o", out)
-    assert p.returncode == 0, p.stderr
-    with open(out, "rb") as f:
-        merged = strict_json(f.read())
+    merged = merge_with_itself(src, os.path.join(tmp, "merged.json"))
     names = [e["name"] for e in merged["traceEvents"] if e.get("ph") == "X"]
     assert names.count("fine") == 2 and names.count("bad\ufffd\ufffd\ufffdutf") == 2, names
     assert any(e.get("args", {}).get("v") == "a\x1b[2Jb\x01" for e in merged["traceEvents"])
@@ -246,3 +259,20 @@ def test_repair_gz(tmp):
     assert p.returncode == 0 and b"bottleneck:" in p.stdout, p.stderr
     p = tracer("repair", path)
     assert p.returncode == 0 and b"nothing to repair" in p.stderr, p.stderr
+
+
+@lib.offline
+def test_merge_escaped_names_then_a_long_event(tmp):
+    """Issue 25: names whose bytes need escaping (90 NULs, 200 x 0xff) grew the rewritten event
+    past the buffer merge had allocated, and the 3 KB event after it wrote out of bounds
+    (SIGSEGV, ASan heap-buffer-overflow in buf_add, a .tmp file left behind)."""
+    src = os.path.join(tmp, "escapes.json")
+    name = b"a" + b"\x00" * 90 + b"\xff" * 200
+    write(src, b'{"traceEvents":[\n'
+          b'{"ph":"X","name":"' + name + b'","ts":1,"dur":2,"pid":1,"tid":1},\n'
+          b'{"ph":"X","name":"' + b"x" * 3000 + b'","ts":3,"dur":2,"pid":1,"tid":1}\n'
+          b'],"metadata":{}}')
+    merged = merge_with_itself(src, os.path.join(tmp, "m.json"))
+    names = [e["name"] for e in merged["traceEvents"] if e.get("ph") == "X"]
+    assert names.count("a" + "\x00" * 90 + "\ufffd" * 200) == 2 and names.count("x" * 3000) == 2
+    assert sorted(os.listdir(tmp)) == ["escapes.json", "m.json"]

@@ -323,11 +323,12 @@ static void clean(struct buf *b)
 		i++;
 	if (i == b->len)
 		return;
-	p = xcalloc(6 * b->len + 1, 1);
+	/* the room json_clean may need, from the length before cleaning */
+	b->cap = 6 * b->len + 1;
+	p = xcalloc(b->cap, 1);
 	b->len = json_clean(p, b->p, b->len);
 	free(b->p);
 	b->p = p;
-	b->cap = 6 * b->len + 1;
 }
 
 /* text with the subs applied, white space outside strings dropped (one event, one line). */
