@@ -7,6 +7,7 @@ import json
 import zlib
 import os
 import re
+import resource
 import stat
 import subprocess
 import threading
@@ -276,3 +277,31 @@ def test_merge_escaped_names_then_a_long_event(tmp):
     names = [e["name"] for e in merged["traceEvents"] if e.get("ph") == "X"]
     assert names.count("a" + "\x00" * 90 + "\ufffd" * 200) == 2 and names.count("x" * 3000) == 2
     assert sorted(os.listdir(tmp)) == ["escapes.json", "m.json"]
+
+
+@lib.offline
+def test_merge_many_pipes(tmp):
+    """Nine pipes merge (each is spooled once: there was room for eight, then "Too many open
+    files"); more inputs than the open-file limit allows are refused in one line that says
+    what to do."""
+    golden = os.path.join(lib.ROOT, "tests", "golden", "pipeline.json")
+    fifos = [os.path.join(tmp, f"in{i}") for i in range(9)]
+    for path in fifos:
+        os.mkfifo(path)
+    feeders = [threading.Thread(target=write, args=(path, read(golden)), daemon=True)
+               for path in fifos]
+    for t in feeders:
+        t.start()
+    out = os.path.join(tmp, "m.json")
+    p = tracer("merge", *fifos, "-o", out)
+    for t in feeders:
+        t.join(timeout=5)
+    assert p.returncode == 0, p.stderr
+    assert len(strict_json(read(out))["metadata"]["merge"]["inputs"]) == 9
+    # an open-file limit too low for the inputs: one line, nothing written
+    low = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+    p = tracer("merge", *([golden] * 9), "-o", out + "2", preexec_fn=low)
+    assert p.returncode == 1 and not os.path.exists(out + "2"), p.stderr
+    lines = p.stderr.decode().splitlines()
+    assert len(lines) == 1 and "merging 9 files needs" in lines[0] and "ulimit -n" in lines[0], \
+        lines

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <uthash.h>
 
 #define SAME_BOOT_NS 1000000000LL /* boot times closer than this: the same boot */
@@ -649,12 +650,29 @@ static void write_metadata(struct writer *w, struct input *in, size_t n, const c
 	outfile__printf(w->f, ",\"duration_ns\":%" PRId64 "}}\n", dur);
 }
 
+/* merge_sched reads every input at once: a descriptor each, two for a pipe (its spool). */
+static int enough_files(size_t n)
+{
+	rlim_t need = 2 * n + 16;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need)
+		return 0;
+	rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+	if (rl.rlim_cur >= need && !setrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	pr_err("merging %zu files needs %llu open files, more than the limit (%llu): raise it "
+	       "(ulimit -n) or merge them in groups, then merge the groups' outputs",
+	       n, (unsigned long long)need, (unsigned long long)rl.rlim_max);
+	return -EMFILE;
+}
+
 static int merge(struct input *in, size_t n, const char *out)
 {
 	struct writer w = { .first = true };
 	int64_t zero_mono = 0, zero_real = INT64_MAX;
 	const char *clock;
-	int ret = 0;
+	int ret = enough_files(n);
 
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = scan_input(&in[i]);
