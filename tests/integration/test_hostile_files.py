@@ -305,3 +305,26 @@ def test_merge_many_pipes(tmp):
     lines = p.stderr.decode().splitlines()
     assert len(lines) == 1 and "merging 9 files needs" in lines[0] and "ulimit -n" in lines[0], \
         lines
+
+
+@lib.offline
+def test_repair_writes_valid_json(tmp):
+    """Lines that look like events but are not JSON (a missing colon, a bare word, raw control
+    bytes, invalid UTF-8, an empty args object with a space) are left out and counted: the
+    repaired file is valid JSON that a strict reader parses."""
+    path = os.path.join(tmp, "bad.json")
+    write(path, b'{"traceEvents":[\n'
+          b'{"ph":"i","name":"recording started","pid":0,"tid":0,"ts":0,"args":{ }},\n'
+          b'{"ph":"X","name":"a" "ts":1},\n'
+          b'{"ph":"X","name":"ok","ts":2,"dur":1,"pid":1,"tid":1},\n'
+          b'{x},\n'
+          b'{"ph":"X","name":"\x01\xff","ts":2,"dur":1,"pid":1,"tid":1},\n'
+          b'{"ph":"X","name":"ok2","ts":3,"dur":1,"pid":1,"tid":1},\n'
+          b'{"ph":"X","na')
+    p = tracer("repair", path)
+    assert p.returncode == 0, p.stderr
+    repaired = strict_json(read(path))
+    assert b"kept 3 events, left out 3 lines that were not complete events" in p.stderr, \
+        p.stderr
+    names = [e["name"] for e in repaired["traceEvents"]]
+    assert names == ["recording started", "ok", "ok2", "recording stopped"], names
