@@ -17,6 +17,7 @@
  * {"merged": [meta_A, meta_B, ...], "merge": {how}, t0 and duration of the merged zero}. */
 #include "trace/merge.h"
 #include "trace/json_text.h"
+#include "trace/json_value.h"
 #include "trace/outfile.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
@@ -92,6 +93,7 @@ struct input {
 	struct idmap named; /* pids with a process_name */
 	struct idmap remap; /* id -> the id it gets */
 	bool truncated;
+	uint64_t not_json; /* events left out: their text is not JSON */
 };
 
 static int64_t meta_int(const char *meta, const char *key, bool *found)
@@ -168,9 +170,11 @@ static int scan_input(struct input *in)
 		} else if (it.type == TI_SCHED) {
 			if (!ftrace_line__parse(it.text, it.len, &fl))
 				scan_sched(in, &fl);
-		} else if (it.type == TI_METADATA && !in->meta) {
+		} else if (it.type == TI_METADATA && !in->meta && json_valid(it.text, it.len)) {
 			in->meta = xcalloc(1, it.len + 1);
 			memcpy(in->meta, it.text, it.len);
+		} else if (it.type == TI_METADATA && !in->meta) {
+			pr_warn("%s: its metadata is not valid JSON: the merge leaves it out", in->path);
 		}
 	}
 	if (ret < 0)
@@ -425,7 +429,7 @@ static void emit(struct writer *w, const char *p, size_t n)
 	w->events++;
 }
 
-static void copy_event(struct writer *w, const struct input *in, size_t k,
+static void copy_event(struct writer *w, struct input *in, size_t k,
 		       const struct trace_event *ev)
 {
 	struct sub subs[8];
@@ -473,6 +477,10 @@ static void copy_event(struct writer *w, const struct input *in, size_t k,
 		subs[n++].longer = w->name.p;
 	}
 	rewrite(&w->line, ev->text, ev->len, subs, n, minify);
+	if (!json_valid(w->line.p, w->line.len)) {
+		in->not_json++; /* the reader finds its fields; a strict reader would refuse it */
+		return;
+	}
 	emit(w, w->line.p, w->line.len);
 }
 
@@ -496,6 +504,9 @@ static int copy_events(struct writer *w, struct input *in, size_t k)
 	trace_reader__close(r);
 	if (ret < 0)
 		return ret;
+	if (in->not_json)
+		pr_warn("%s: %" PRIu64 " event%s left out: not valid JSON", in->path, in->not_json,
+			plural_s(in->not_json));
 	/* processes the input never named: name them after the file */
 	HASH_ITER(hh, in->pids.head, e, tmp) {
 		int64_t pid = e->id, to = pid;
