@@ -307,6 +307,125 @@ def test_merge_many_pipes(tmp):
         lines
 
 
+def other_users_file(path):
+    write(path, b"someone else's\n")
+    os.chown(path, 65534, 65534)
+
+
+def writers():
+    """Every offline writer: (what, its arguments before the file it writes). repair writes
+    the file it is given, which the tests make a copy of a cut recording."""
+    golden = os.path.join(lib.ROOT, "tests", "golden")
+    pipeline = os.path.join(golden, "pipeline.json")
+    return [("export", ["export", pipeline, "--csv", "-o"]),
+            ("merge", ["merge", pipeline, os.path.join(golden, "host-b.json"), "-o"]),
+            ("html", ["report", pipeline, "--html"]),
+            ("repair", ["repair"])]
+
+
+def cut_copy(path):
+    write(path, read(os.path.join(lib.ROOT, "tests", "golden", "cut.json")))
+
+
+def without_sudo():
+    return {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+
+
+def need_root():
+    if os.geteuid() != 0:
+        raise lib.Skip("needs root: files of another user")
+
+
+@lib.offline
+def test_offline_outputs_one_policy(tmp):
+    """export -o, merge -o, report --html and repair follow the recording's rules: never
+    through a symbolic link, never over another user's file (as root without sudo too); the
+    refusal is one line and the files stay as they were."""
+    need_root()
+    victim = os.path.join(tmp, "victim")
+    for what, args in writers():
+        if what == "repair":
+            cut_copy(victim)
+        else:
+            write(victim, b"precious\n")
+        precious = read(victim)
+        link = os.path.join(tmp, f"{what}.link")
+        os.symlink(victim, link)
+        p = tracer(*args, link, env=without_sudo())
+        assert p.returncode == 1, (what, p.stderr)
+        assert f"{link} is a symbolic link; not writing through it".encode() in p.stderr, \
+            (what, p.stderr)
+        assert os.path.islink(link) and read(victim) == precious, what
+        other = os.path.join(tmp, f"{what}.other")
+        if what == "repair":
+            cut_copy(other)
+            os.chown(other, 65534, 65534)
+        else:
+            other_users_file(other)
+        before = read(other)
+        p = tracer(*args, other, env=without_sudo())
+        assert p.returncode == 1, (what, p.stderr)
+        assert b"belongs to another user (uid 65534)" in p.stderr and \
+            len(p.stderr.splitlines()) == 1, (what, p.stderr)
+        st = os.stat(other)
+        assert read(other) == before and st.st_uid == 65534, what
+    assert not [n for n in os.listdir(tmp) if ".tmp" in n], os.listdir(tmp)
+
+
+@lib.offline
+def test_offline_outputs_fresh_temporary_names(tmp):
+    """The file being written sits under a name nobody could prepare: with FILE.tmpPID (the
+    old name) planted as a link to a victim for the pids tracer may get, every writer still
+    writes its own file and the victim stays as it was."""
+    need_root()
+    victim = os.path.join(tmp, "victim")
+    write(victim, b"precious\n")
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    for what, args in writers():
+        out = os.path.join(tmp, f"{what}.out")
+        if what == "repair":
+            cut_copy(out)
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            first = int(f.read()) + 1000
+        if first + 200 >= pid_max:
+            first = 1000
+        planted = [f"{out}.tmp{pid}" for pid in range(first, first + 200)]
+        for name in planted:
+            os.symlink(victim, name)
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(first - 1))
+        p = subprocess.Popen([lib.TRACER] + args + [out], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=without_sudo())
+        _, err = p.communicate(timeout=60)
+        if not first <= p.pid < first + 200:
+            raise lib.Skip(f"tracer did not get a pid in {first}..{first + 199} (got {p.pid})")
+        assert p.returncode == 0, (what, err)
+        assert read(victim) == b"precious\n", (what, err)
+        assert not os.path.islink(out) and os.path.getsize(out) > 0, what
+        for name in planted:
+            os.unlink(name)
+        assert not [n for n in os.listdir(tmp) if ".tmp" in n], os.listdir(tmp)
+
+
+@lib.offline
+def test_offline_outputs_belong_to_the_sudo_user(tmp):
+    """Under sudo, what export, merge, report --html and repair write is the invoking user's
+    (SUDO_UID/SUDO_GID), mode 0600, as a recording is; repair leaves the user's file theirs."""
+    need_root()
+    env = dict(without_sudo(), SUDO_UID="65534", SUDO_GID="65534")
+    for what, args in writers():
+        out = os.path.join(tmp, f"{what}.out")
+        if what == "repair":
+            cut_copy(out)
+            os.chown(out, 65534, 65534)
+        p = tracer(*args, out, env=env)
+        assert p.returncode == 0, (what, p.stderr)
+        st = os.stat(out)
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o600), \
+            (what, st.st_uid, st.st_gid, oct(st.st_mode))
+
+
 @lib.offline
 def test_repair_writes_valid_json(tmp):
     """Lines that look like events but are not JSON (a missing colon, a bare word, raw control

@@ -683,6 +683,7 @@ static int merge(struct input *in, size_t n, const char *out)
 	struct writer w = { .first = true };
 	int64_t zero_mono = 0, zero_real = INT64_MAX;
 	const char *clock;
+	char err[1024];
 	int ret = enough_files(n);
 
 	for (size_t i = 0; i < n && !ret; i++)
@@ -696,9 +697,9 @@ static int merge(struct input *in, size_t n, const char *out)
 				in[i].path);
 	clock = align(in, n, &zero_mono, &zero_real);
 	assign_ids(in, n, !strcmp(clock, "CLOCK_MONOTONIC"));
-	ret = outfile__open(&w.f, out);
+	ret = outfile__open(&w.f, out, err, sizeof(err));
 	if (ret) {
-		pr_err("cannot write %s: %s", out, strerror(-ret));
+		pr_err("%s", err);
 		return ret;
 	}
 	outfile__puts(w.f, "{\"traceEvents\":[");

@@ -7,6 +7,7 @@
 #include "trace/repair.h"
 #include "trace/json_text.h"
 #include "trace/json_value.h"
+#include "trace/trace_file.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
 
@@ -162,6 +163,27 @@ static int64_t write_repaired(FILE *in, FILE *out, uint64_t *dropped)
 	return fflush(out) || ferror(out) ? -(errno ? errno : EIO) : (int64_t)events;
 }
 
+/* The repaired file beside path, created by the output policy (trace_file.h). */
+static FILE *create_repaired(const char *path, char *tmp, size_t tmplen)
+{
+	char err[1024];
+	int fd = trace_file__create(path, TF_RENAME, tmp, tmplen, err, sizeof(err));
+	FILE *out;
+
+	if (fd < 0) {
+		pr_err("%s; nothing was changed", err);
+		return NULL;
+	}
+	out = is_gz(path) ? gz_stdio(fd, "w") : fdopen(fd, "w");
+	if (!out) {
+		pr_err("cannot write %s: %s; nothing was changed", tmp, strerror(errno));
+		if (!is_gz(path))
+			close(fd);
+		unlink(tmp);
+	}
+	return out;
+}
+
 int trace_repair(const char *path)
 {
 	char *line = NULL, tmp[PATH_MAX + 32], cut[PATH_MAX + 8];
@@ -195,32 +217,28 @@ int trace_repair(const char *path)
 		       path);
 		goto out;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
 	snprintf(cut, sizeof(cut), "%s.cut", path);
 	if (!access(cut, F_OK)) {
 		pr_err("%s exists: repair keeps the file as it was there; move it away first", cut);
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	out = fd < 0 ? NULL : is_gz(path) ? gz_stdio(fd, "w") : fdopen(fd, "w");
-	if (!out) {
-		ret = -errno;
-		pr_err("cannot write %s: %s", tmp, strerror(errno));
-		if (fd >= 0 && !is_gz(path))
-			close(fd);
-		unlink(tmp);
+	out = create_repaired(path, tmp, sizeof(tmp));
+	if (!out)
 		goto out;
-	}
 	kept = write_repaired(in, out, &dropped);
 	if (kept >= 0 && fclose(out))
 		kept = -errno;
 	out = NULL;
 	/* the file as it was keeps its data under another name; the repaired one takes the name */
-	if (kept >= 0 && (link(path, cut) || rename(tmp, path)))
+	if (kept >= 0 && link(path, cut))
 		kept = -errno;
+	ret = trace_file__commit(tmp, path, kept >= 0);
+	if (ret && kept >= 0) {
+		unlink(cut);
+		kept = ret;
+	}
 	if (kept < 0) {
 		ret = (int)kept;
-		unlink(tmp);
 		pr_err("cannot repair %s: %s; nothing was changed", path, strerror(-ret));
 		goto out;
 	}
