@@ -353,6 +353,8 @@ int recording__open_output(struct recording *r)
 		return err;
 	}
 	recording__write_started(r);
+	/* on disk before anything is attached: a recording killed at once is still repairable */
+	trace_writer__flush(r->writer);
 	return 0;
 }
 
