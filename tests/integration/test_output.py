@@ -110,11 +110,10 @@ def test_output_file_safety(tmp):
 def test_output_to_stdout(tmp):
     """-o - writes the trace to standard output; messages and the summary stay on stderr."""
     pl, pid = start_pipeline("--frames", "5")
-    p = subprocess.Popen([lib.TRACER, "-p", str(pid), "-P", "pipeline", "-d", "1", "-o", "-"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.3)
+    p = start_tracer("-p", pid, "-P", "pipeline", "-d", "1", "-o", "-")
     sigusr1(pid)
     out, err = p.communicate(timeout=60)
+    err = "".join(p.stderr_lines) + err
     assert p.returncode == 0, err
     assert not os.path.exists("-")
     trace = json.loads(out)
