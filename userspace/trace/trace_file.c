@@ -93,7 +93,7 @@ static int keep_old(const char *path, uid_t uid, char *err, size_t errlen)
 static int create_new(const char *path, enum trace_file_how how, char *tmp, size_t tmplen,
 		      uid_t uid, gid_t gid, char *err, size_t errlen)
 {
-	int fd;
+	int fd, e;
 
 	if (how == TF_IN_PLACE) {
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -104,13 +104,14 @@ static int create_new(const char *path, enum trace_file_how how, char *tmp, size
 		fd = mkostemp(tmp, O_CLOEXEC);
 	}
 	if (fd < 0) {
-		if (errno == EEXIST || errno == ELOOP)
+		e = errno;
+		if (e == EEXIST || e == ELOOP)
 			snprintf(err, errlen, "%s appeared while tracer was creating it; choose "
 					      "another file", path);
 		else
 			snprintf(err, errlen, "cannot write %s: %s; choose another file", path,
-				 strerror(errno));
-		return -errno;
+				 strerror(e));
+		return -e;
 	}
 	/* under sudo the file belongs to the user who asked for it */
 	if (geteuid() == 0 && fchown(fd, uid, gid))
