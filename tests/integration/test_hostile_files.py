@@ -11,6 +11,7 @@ import resource
 import stat
 import subprocess
 import threading
+import time
 
 import lib
 import tracegen
@@ -406,6 +407,33 @@ def test_offline_outputs_fresh_temporary_names(tmp):
         for name in planted:
             os.unlink(name)
         assert not [n for n in os.listdir(tmp) if ".tmp" in n], os.listdir(tmp)
+
+
+@lib.offline
+def test_offline_output_killed_leaves_nothing(tmp):
+    """The output has no name until it is complete (O_TMPFILE): a merge killed while it writes
+    leaves the folder as it was (FILE.tmpPID stayed behind before)."""
+    big = os.path.join(tmp, "big.json")
+    tracegen.generate(big, 50 << 20, seed=11)
+    p = subprocess.Popen([lib.TRACER, "merge", big, big, "-o", os.path.join(tmp, "m.json")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def writing():
+        """A descriptor open on a file of tmp other than the input: the output."""
+        for fd in os.listdir(f"/proc/{p.pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{p.pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(tmp + "/") and target != big:
+                return True
+        return False
+    while p.poll() is None and not writing():
+        time.sleep(0.01)
+    assert p.poll() is None, "the merge ended before it was seen writing"
+    p.kill()
+    p.wait()
+    assert os.listdir(tmp) == ["big.json"], os.listdir(tmp)
 
 
 @lib.offline

@@ -340,8 +340,7 @@ int recording__open_output(struct recording *r)
 		default_output(r);
 	fd = r->opts->top && !r->opts->output
 		     ? open("/dev/null", O_WRONLY | O_CLOEXEC)
-		     : trace_file__create(r->path, TF_IN_PLACE, NULL, 0, r->err,
-						  sizeof(r->err));
+		     : trace_file__create(r->path, TF_IN_PLACE, NULL, r->err, sizeof(r->err));
 	if (fd < 0) {
 		pr_err("%s", r->err);
 		return fd;

@@ -19,7 +19,8 @@ struct outfile {
 	gzFile gz;
 	int err;
 	size_t len;
-	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	char path[PATH_MAX];
+	struct trace_file_tmp tmp;
 	char buf[OUT_BUF];
 };
 
@@ -32,7 +33,7 @@ int outfile__open(struct outfile **fp, const char *path, char *err, size_t errle
 
 	if (!path)
 		path = "-";
-	fd = trace_file__create(path, TF_RENAME, f->tmp, sizeof(f->tmp), err, errlen);
+	fd = trace_file__create(path, TF_RENAME, &f->tmp, err, errlen);
 	if (fd < 0) {
 		free(f);
 		return fd;
@@ -42,8 +43,7 @@ int outfile__open(struct outfile **fp, const char *path, char *err, size_t errle
 	f->gz = gzdopen(fd, gz ? "wb6" : "wT");
 	if (!f->gz) {
 		close(fd);
-		if (f->tmp[0])
-			unlink(f->tmp);
+		trace_file__commit(&f->tmp, path, false);
 		free(f);
 		snprintf(err, errlen, "cannot write %s: out of memory", path);
 		return -ENOMEM;
@@ -115,8 +115,7 @@ int outfile__close(struct outfile *f, bool keep)
 	if (ret != Z_OK && !f->err)
 		f->err = ret == Z_ERRNO && errno ? -errno : -EIO;
 	err = f->err;
-	if (f->tmp[0])
-		err = trace_file__commit(f->tmp, f->path, keep && !err) ?: err;
+	err = trace_file__commit(&f->tmp, f->path, keep && !err) ?: err;
 	free(f);
 	return err;
 }

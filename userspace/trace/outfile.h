@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Buffered output for merge, export and report --html: a file (".gz" compresses) created by
- * the output policy (trace_file.h) under a fresh name and renamed into place when complete, so
- * a failed run never leaves half a file (and an input can be overwritten by its own merge); or
+ * the output policy (trace_file.h) without a name and given its name when complete, so a failed
+ * or killed run never leaves half a file (and an input can be overwritten by its own merge); or
  * stdout. */
 #ifndef TRACER_OUTFILE_H
 #define TRACER_OUTFILE_H

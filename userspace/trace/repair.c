@@ -163,11 +163,11 @@ static int64_t write_repaired(FILE *in, FILE *out, uint64_t *dropped)
 	return fflush(out) || ferror(out) ? -(errno ? errno : EIO) : (int64_t)events;
 }
 
-/* The repaired file beside path, created by the output policy (trace_file.h). */
-static FILE *create_repaired(const char *path, char *tmp, size_t tmplen)
+/* The repaired file, created by the output policy (trace_file.h). */
+static FILE *create_repaired(const char *path, struct trace_file_tmp *tmp)
 {
 	char err[1024];
-	int fd = trace_file__create(path, TF_RENAME, tmp, tmplen, err, sizeof(err));
+	int fd = trace_file__create(path, TF_RENAME, tmp, err, sizeof(err));
 	FILE *out;
 
 	if (fd < 0) {
@@ -176,17 +176,18 @@ static FILE *create_repaired(const char *path, char *tmp, size_t tmplen)
 	}
 	out = is_gz(path) ? gz_stdio(fd, "w") : fdopen(fd, "w");
 	if (!out) {
-		pr_err("cannot write %s: %s; nothing was changed", tmp, strerror(errno));
+		pr_err("cannot write %s: %s; nothing was changed", path, strerror(errno));
 		if (!is_gz(path))
 			close(fd);
-		unlink(tmp);
+		trace_file__commit(tmp, path, false);
 	}
 	return out;
 }
 
 int trace_repair(const char *path)
 {
-	char *line = NULL, tmp[PATH_MAX + 32], cut[PATH_MAX + 8];
+	char *line = NULL, cut[PATH_MAX + 8];
+	struct trace_file_tmp tmp;
 	FILE *in = NULL, *out = NULL;
 	uint64_t dropped = 0;
 	size_t cap = 0;
@@ -222,7 +223,7 @@ int trace_repair(const char *path)
 		pr_err("%s exists: repair keeps the file as it was there; move it away first", cut);
 		goto out;
 	}
-	out = create_repaired(path, tmp, sizeof(tmp));
+	out = create_repaired(path, &tmp);
 	if (!out)
 		goto out;
 	kept = write_repaired(in, out, &dropped);
@@ -232,7 +233,7 @@ int trace_repair(const char *path)
 	/* the file as it was keeps its data under another name; the repaired one takes the name */
 	if (kept >= 0 && link(path, cut))
 		kept = -errno;
-	ret = trace_file__commit(tmp, path, kept >= 0);
+	ret = trace_file__commit(&tmp, path, kept >= 0);
 	if (ret && kept >= 0) {
 		unlink(cut);
 		kept = ret;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,24 +88,53 @@ static int keep_old(const char *path, uid_t uid, char *err, size_t errlen)
 	return e;
 }
 
-/* A new file of the invoking user's, readable by them only, at a name nobody could have
- * prepared: path itself (O_EXCL | O_NOFOLLOW), or a fresh random name beside it (mkostemp:
- * O_EXCL, tried again while a name exists). */
-static int create_new(const char *path, enum trace_file_how how, char *tmp, size_t tmplen,
+/* The folder of path, with its slash ("." for a bare name). */
+static void folder_of(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash)
+		snprintf(dir, len, "%.*s", (int)(slash - path) + 1, path);
+	else
+		snprintf(dir, len, ".");
+}
+
+/* A new file at a name nobody could have prepared: path itself (O_EXCL | O_NOFOLLOW), an
+ * unnamed file in its folder, or where the file system has none a fresh random name beside it
+ * (mkostemp: O_EXCL, tried again while a name exists). */
+static int open_new(const char *path, enum trace_file_how how, struct trace_file_tmp *t)
+{
+	char dir[PATH_MAX];
+
+	if (how == TF_IN_PLACE)
+		return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	folder_of(path, dir, sizeof(dir));
+	t->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (t->fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR))
+		return t->fd;
+	if (snprintf(t->name, sizeof(t->name), "%s.tmpXXXXXX", path) >= (int)sizeof(t->name)) {
+		t->name[0] = 0;
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	t->fd = mkostemp(t->name, O_CLOEXEC);
+	if (t->fd < 0)
+		t->name[0] = 0;
+	return t->fd;
+}
+
+/* Readable by its owner only, the invoking user's; with TF_RENAME the caller writes to a copy
+ * of the fd, so that the file stays open until it has its name. */
+static int create_new(const char *path, enum trace_file_how how, struct trace_file_tmp *t,
 		      uid_t uid, gid_t gid, char *err, size_t errlen)
 {
-	int fd, e;
+	int fd = open_new(path, how, t), e = errno;
 
-	if (how == TF_IN_PLACE) {
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	} else if (snprintf(tmp, tmplen, "%s.tmpXXXXXX", path) >= (int)tmplen) {
-		errno = ENAMETOOLONG;
-		fd = -1;
-	} else {
-		fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd >= 0 && how == TF_RENAME && (fd = fcntl(t->fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		e = errno;
+		trace_file__commit(t, path, false);
 	}
 	if (fd < 0) {
-		e = errno;
 		if (e == EEXIST || e == ELOOP)
 			snprintf(err, errlen, "%s appeared while tracer was creating it; choose "
 					      "another file", path);
@@ -119,7 +149,7 @@ static int create_new(const char *path, enum trace_file_how how, char *tmp, size
 	return fd;
 }
 
-int trace_file__create(const char *path, enum trace_file_how how, char *tmp, size_t tmplen,
+int trace_file__create(const char *path, enum trace_file_how how, struct trace_file_tmp *tmp,
 		       char *err, size_t errlen)
 {
 	uid_t uid;
@@ -127,8 +157,10 @@ int trace_file__create(const char *path, enum trace_file_how how, char *tmp, siz
 	int fd, e;
 
 	err[0] = 0;
-	if (tmp && tmplen)
-		tmp[0] = 0;
+	if (tmp) {
+		tmp->fd = -1;
+		tmp->name[0] = 0;
+	}
 	if (!strcmp(path, "-")) {
 		/* a copy, so that closing the trace leaves standard output open */
 		fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -151,14 +183,42 @@ int trace_file__create(const char *path, enum trace_file_how how, char *tmp, siz
 				 strerror(-e));
 		return e;
 	}
-	return create_new(path, how, tmp, tmplen, uid, gid, err, errlen);
+	return create_new(path, how, tmp, uid, gid, err, errlen);
 }
 
-int trace_file__commit(const char *tmp, const char *path, bool keep)
+/* The unnamed file gets a fresh random name beside path (linkat fails on one that exists). */
+static int give_name(struct trace_file_tmp *t, const char *path)
 {
-	int e = keep && rename(tmp, path) ? -errno : 0;
+	char proc[64];
+	uint32_t r;
 
-	if (!keep || e)
-		unlink(tmp);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", t->fd);
+	for (int i = 0; i < 100; i++) {
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			break;
+		snprintf(t->name, sizeof(t->name), "%s.tmp%08x", path, r);
+		if (!linkat(AT_FDCWD, proc, AT_FDCWD, t->name, AT_SYMLINK_FOLLOW))
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	t->name[0] = 0; /* never someone else's file */
+	return errno ? -errno : -EEXIST;
+}
+
+int trace_file__commit(struct trace_file_tmp *t, const char *path, bool keep)
+{
+	int e = 0;
+
+	if (t->fd < 0)
+		return 0;
+	if (keep && !t->name[0])
+		e = give_name(t, path);
+	if (keep && !e && rename(t->name, path))
+		e = -errno;
+	if ((!keep || e) && t->name[0])
+		unlink(t->name);
+	close(t->fd);
+	t->fd = -1;
 	return e;
 }
