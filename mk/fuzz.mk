@@ -37,6 +37,8 @@ FUZZ_SRCS_elf_syms := elf/elf_syms
 FUZZ_SRCS_json_escape := trace/json_text
 FUZZ_SRCS_trace_reader := trace/trace_reader trace/trace_input trace/json_value trace/json_text \
 	trace/ftrace_line util/util
+FUZZ_SRCS_merge := trace/merge trace/outfile trace/trace_file trace/trace_reader trace/trace_input \
+	trace/json_value trace/json_text trace/ftrace_line util/util
 FUZZ_SRCS_ftrace_line := trace/ftrace_line
 FUZZ_SRCS_usdt := elf/usdt util/util
 FUZZ_SRCS_py_linetable := python/py_code python/py_proc python/py_offsets elf/elf_datasym util/util
@@ -47,6 +49,7 @@ FUZZ_OBJ_CFLAGS_trace/trace_reader := -DTRACE_READER_READ_SIZE=61
 FUZZ_MAXLEN_elf_syms := 65536
 FUZZ_MAXLEN_probe_pack := 16384
 FUZZ_MAXLEN_trace_reader := 65536
+FUZZ_MAXLEN_merge := 65536
 FUZZ_MAXLEN_usdt := 65536
 
 .PHONY: fuzz fuzz-build fuzz-long fuzz-merge check-san

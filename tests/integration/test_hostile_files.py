@@ -7,9 +7,11 @@ import json
 import zlib
 import os
 import re
+import resource
 import stat
 import subprocess
 import threading
+import time
 
 import lib
 import tracegen
@@ -57,6 +59,23 @@ def strict_json(data):
     return json.loads(data.decode("utf-8"), parse_constant=no_constants)
 
 
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def merge_with_itself(src, out):
+    """Merges src with itself into out; returns what a strict reader reads there."""
+    p = tracer("merge", src, src, "-o", out)
+    assert p.returncode == 0, p.stderr
+    return strict_json(read(out))
+
+
 @lib.offline
 def test_names_never_raw(tmp):
     src = os.path.join(tmp, "hostile.json")
@@ -79,11 +98,7 @@ def test_names_never_raw(tmp):
     assert {l["name"] for l in lines} >= {"dec\x00ode", "bad\ufffd\ufffd\ufffdutf", "fine"}
     assert all(l["thread"] == "work\ufffd[31mRED\ufffd]0;pwned\ufffd\ufffder\ufffd"
                for l in lines), lines
-    out = os.path.join(tmp, "merged.json")
-    p = tracer("merge", src, src, "-o", out)
-    assert p.returncode == 0, p.stderr
-    with open(out, "rb") as f:
-        merged = strict_json(f.read())
+    merged = merge_with_itself(src, os.path.join(tmp, "merged.json"))
     names = [e["name"] for e in merged["traceEvents"] if e.get("ph") == "X"]
     assert names.count("fine") == 2 and names.count("bad\ufffd\ufffd\ufffdutf") == 2, names
     assert any(e.get("args", {}).get("v") == "a\x1b[2Jb\x01" for e in merged["traceEvents"])
@@ -246,3 +261,217 @@ def test_repair_gz(tmp):
     assert p.returncode == 0 and b"bottleneck:" in p.stdout, p.stderr
     p = tracer("repair", path)
     assert p.returncode == 0 and b"nothing to repair" in p.stderr, p.stderr
+
+
+@lib.offline
+def test_merge_escaped_names_then_a_long_event(tmp):
+    """Issue 25: names whose bytes need escaping (90 NULs, 200 x 0xff) grew the rewritten event
+    past the buffer merge had allocated, and the 3 KB event after it wrote out of bounds
+    (SIGSEGV, ASan heap-buffer-overflow in buf_add, a .tmp file left behind)."""
+    src = os.path.join(tmp, "escapes.json")
+    name = b"a" + b"\x00" * 90 + b"\xff" * 200
+    write(src, b'{"traceEvents":[\n'
+          b'{"ph":"X","name":"' + name + b'","ts":1,"dur":2,"pid":1,"tid":1},\n'
+          b'{"ph":"X","name":"' + b"x" * 3000 + b'","ts":3,"dur":2,"pid":1,"tid":1}\n'
+          b'],"metadata":{}}')
+    merged = merge_with_itself(src, os.path.join(tmp, "m.json"))
+    names = [e["name"] for e in merged["traceEvents"] if e.get("ph") == "X"]
+    assert names.count("a" + "\x00" * 90 + "\ufffd" * 200) == 2 and names.count("x" * 3000) == 2
+    assert sorted(os.listdir(tmp)) == ["escapes.json", "m.json"]
+
+
+@lib.offline
+def test_merge_many_pipes(tmp):
+    """Nine pipes merge (each is spooled once: there was room for eight, then "Too many open
+    files"); more inputs than the open-file limit allows are refused in one line that says
+    what to do."""
+    golden = os.path.join(lib.ROOT, "tests", "golden", "pipeline.json")
+    fifos = [os.path.join(tmp, f"in{i}") for i in range(9)]
+    for path in fifos:
+        os.mkfifo(path)
+    feeders = [threading.Thread(target=write, args=(path, read(golden)), daemon=True)
+               for path in fifos]
+    for t in feeders:
+        t.start()
+    out = os.path.join(tmp, "m.json")
+    p = tracer("merge", *fifos, "-o", out)
+    for t in feeders:
+        t.join(timeout=5)
+    assert p.returncode == 0, p.stderr
+    assert len(strict_json(read(out))["metadata"]["merge"]["inputs"]) == 9
+    # an open-file limit too low for the inputs: one line, nothing written
+    low = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+    p = tracer("merge", *([golden] * 9), "-o", out + "2", preexec_fn=low)
+    assert p.returncode == 1 and not os.path.exists(out + "2"), p.stderr
+    lines = p.stderr.decode().splitlines()
+    assert len(lines) == 1 and "merging 9 files needs" in lines[0] and "ulimit -n" in lines[0], \
+        lines
+
+
+def other_users_file(path):
+    write(path, b"someone else's\n")
+    os.chown(path, 65534, 65534)
+
+
+def writers():
+    """Every offline writer: (what, its arguments before the file it writes). repair writes
+    the file it is given, which the tests make a copy of a cut recording."""
+    golden = os.path.join(lib.ROOT, "tests", "golden")
+    pipeline = os.path.join(golden, "pipeline.json")
+    return [("export", ["export", pipeline, "--csv", "-o"]),
+            ("merge", ["merge", pipeline, os.path.join(golden, "host-b.json"), "-o"]),
+            ("html", ["report", pipeline, "--html"]),
+            ("repair", ["repair"])]
+
+
+def cut_copy(path):
+    write(path, read(os.path.join(lib.ROOT, "tests", "golden", "cut.json")))
+
+
+def without_sudo():
+    return {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+
+
+def need_root():
+    if os.geteuid() != 0:
+        raise lib.Skip("needs root: files of another user")
+
+
+@lib.offline
+def test_offline_outputs_one_policy(tmp):
+    """export -o, merge -o, report --html and repair follow the recording's rules: never
+    through a symbolic link, never over another user's file (as root without sudo too); the
+    refusal is one line and the files stay as they were."""
+    need_root()
+    victim = os.path.join(tmp, "victim")
+    for what, args in writers():
+        if what == "repair":
+            cut_copy(victim)
+        else:
+            write(victim, b"precious\n")
+        precious = read(victim)
+        link = os.path.join(tmp, f"{what}.link")
+        os.symlink(victim, link)
+        p = tracer(*args, link, env=without_sudo())
+        assert p.returncode == 1, (what, p.stderr)
+        assert f"{link} is a symbolic link; not writing through it".encode() in p.stderr, \
+            (what, p.stderr)
+        assert os.path.islink(link) and read(victim) == precious, what
+        other = os.path.join(tmp, f"{what}.other")
+        if what == "repair":
+            cut_copy(other)
+            os.chown(other, 65534, 65534)
+        else:
+            other_users_file(other)
+        before = read(other)
+        p = tracer(*args, other, env=without_sudo())
+        assert p.returncode == 1, (what, p.stderr)
+        assert b"belongs to another user (uid 65534)" in p.stderr and \
+            len(p.stderr.splitlines()) == 1, (what, p.stderr)
+        st = os.stat(other)
+        assert read(other) == before and st.st_uid == 65534, what
+    assert not [n for n in os.listdir(tmp) if ".tmp" in n], os.listdir(tmp)
+
+
+@lib.offline
+def test_offline_outputs_fresh_temporary_names(tmp):
+    """The file being written sits under a name nobody could prepare: with FILE.tmpPID (the
+    old name) planted as a link to a victim for the pids tracer may get, every writer still
+    writes its own file and the victim stays as it was."""
+    need_root()
+    victim = os.path.join(tmp, "victim")
+    write(victim, b"precious\n")
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    for what, args in writers():
+        out = os.path.join(tmp, f"{what}.out")
+        if what == "repair":
+            cut_copy(out)
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            first = int(f.read()) + 1000
+        if first + 200 >= pid_max:
+            first = 1000
+        planted = [f"{out}.tmp{pid}" for pid in range(first, first + 200)]
+        for name in planted:
+            os.symlink(victim, name)
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(first - 1))
+        p = subprocess.Popen([lib.TRACER] + args + [out], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=without_sudo())
+        _, err = p.communicate(timeout=60)
+        if not first <= p.pid < first + 200:
+            raise lib.Skip(f"tracer did not get a pid in {first}..{first + 199} (got {p.pid})")
+        assert p.returncode == 0, (what, err)
+        assert read(victim) == b"precious\n", (what, err)
+        assert not os.path.islink(out) and os.path.getsize(out) > 0, what
+        for name in planted:
+            os.unlink(name)
+        assert not [n for n in os.listdir(tmp) if ".tmp" in n], os.listdir(tmp)
+
+
+@lib.offline
+def test_offline_output_killed_leaves_nothing(tmp):
+    """The output has no name until it is complete (O_TMPFILE): a merge killed while it writes
+    leaves the folder as it was (FILE.tmpPID stayed behind before)."""
+    big = os.path.join(tmp, "big.json")
+    tracegen.generate(big, 50 << 20, seed=11)
+    p = subprocess.Popen([lib.TRACER, "merge", big, big, "-o", os.path.join(tmp, "m.json")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def writing():
+        """A descriptor open on a file of tmp other than the input: the output."""
+        for fd in os.listdir(f"/proc/{p.pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{p.pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(tmp + "/") and target != big:
+                return True
+        return False
+    while p.poll() is None and not writing():
+        time.sleep(0.01)
+    assert p.poll() is None, "the merge ended before it was seen writing"
+    p.kill()
+    p.wait()
+    assert os.listdir(tmp) == ["big.json"], os.listdir(tmp)
+
+
+@lib.offline
+def test_offline_outputs_belong_to_the_sudo_user(tmp):
+    """Under sudo, what export, merge, report --html and repair write is the invoking user's
+    (SUDO_UID/SUDO_GID), mode 0600, as a recording is; repair leaves the user's file theirs."""
+    need_root()
+    env = dict(without_sudo(), SUDO_UID="65534", SUDO_GID="65534")
+    for what, args in writers():
+        out = os.path.join(tmp, f"{what}.out")
+        if what == "repair":
+            cut_copy(out)
+            os.chown(out, 65534, 65534)
+        p = tracer(*args, out, env=env)
+        assert p.returncode == 0, (what, p.stderr)
+        st = os.stat(out)
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o600), \
+            (what, st.st_uid, st.st_gid, oct(st.st_mode))
+
+
+@lib.offline
+def test_repair_writes_valid_json(tmp):
+    """Lines that look like events but are not JSON (a missing colon, a bare word, raw control
+    bytes, invalid UTF-8, an empty args object with a space) are left out and counted: the
+    repaired file is valid JSON that a strict reader parses."""
+    path = os.path.join(tmp, "bad.json")
+    write(path, b'{"traceEvents":[\n'
+          b'{"ph":"i","name":"recording started","pid":0,"tid":0,"ts":0,"args":{ }},\n'
+          b'{"ph":"X","name":"a" "ts":1},\n'
+          b'{"ph":"X","name":"ok","ts":2,"dur":1,"pid":1,"tid":1},\n'
+          b'{x},\n'
+          b'{"ph":"X","name":"\x01\xff","ts":2,"dur":1,"pid":1,"tid":1},\n'
+          b'{"ph":"X","name":"ok2","ts":3,"dur":1,"pid":1,"tid":1},\n'
+          b'{"ph":"X","na')
+    p = tracer("repair", path)
+    assert p.returncode == 0, p.stderr
+    repaired = strict_json(read(path))
+    assert b"kept 3 events, left out 3 lines that were not complete events" in p.stderr, \
+        p.stderr
+    names = [e["name"] for e in repaired["traceEvents"]]
+    assert names == ["recording started", "ok", "ok2", "recording stopped"], names

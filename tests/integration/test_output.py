@@ -55,6 +55,27 @@ def test_sigkill_then_repair(tmp):
     assert wait_exit(pl)[0] == 0
 
 
+def test_sigkill_at_start_then_repair(tmp):
+    """The file holds its first line and the "recording started" event before anything is
+    attached: killed as soon as it says "recording" (nothing else written yet), it was 0 bytes
+    and `tracer repair` refused it; now repair makes it a valid trace that says what ran."""
+    for out in (os.path.join(tmp, "k.json"), os.path.join(tmp, "k.json.gz")):
+        pl, pid = start_pipeline("--frames", "5")
+        tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out)
+        tr.kill()
+        tr.wait()
+        assert os.path.getsize(out) > 0, out
+        rc, err = run_tracer("repair", out)
+        assert rc == 0 and "repaired" in err, err
+        trace, text = load_trace(out)
+        events = trace["traceEvents"]
+        assert [e["name"] for e in events[:1] + events[-1:]] == \
+            ["recording started", "recording stopped"], events
+        assert "-P pipeline" in trace["metadata"]["command_line"], trace["metadata"]
+        sigusr1(pid)
+        assert wait_exit(pl)[0] == 0
+
+
 def test_output_file_safety(tmp):
     pl, pid = start_pipeline("--frames", "5")
     target = os.path.join(tmp, "victim")
@@ -89,11 +110,10 @@ def test_output_file_safety(tmp):
 def test_output_to_stdout(tmp):
     """-o - writes the trace to standard output; messages and the summary stay on stderr."""
     pl, pid = start_pipeline("--frames", "5")
-    p = subprocess.Popen([lib.TRACER, "-p", str(pid), "-P", "pipeline", "-d", "1", "-o", "-"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.3)
+    p = start_tracer("-p", pid, "-P", "pipeline", "-d", "1", "-o", "-")
     sigusr1(pid)
     out, err = p.communicate(timeout=60)
+    err = "".join(p.stderr_lines) + err
     assert p.returncode == 0, err
     assert not os.path.exists("-")
     trace = json.loads(out)

@@ -476,13 +476,15 @@ def test_export_roundtrip(tmp):
     # by start time (the file has them as they ended), equal starts as the file had them
     starts = [r["start_ns"] for r in rows]
     assert starts == sorted(starts) and starts != [ts for _, ts, _ in evs]
-    # through a symlink: the link stays, its target gets the rows
+    # never through a symlink (the output policy, issue 25): refused, nothing written
     target = os.path.join(tmp, "target.csv")
     link = os.path.join(tmp, "link.csv")
     os.symlink(target, link)
     rc, out, err = tracer("export", path, "--csv", "-o", link)
+    assert rc == 1 and "is a symbolic link; not writing through it" in err, err
+    assert os.path.islink(link) and not os.path.exists(target)
+    rc, out, err = tracer("export", path, "--csv", "-o", target)
     assert rc == 0, err
-    assert os.path.islink(link)
     with open(target) as f:
         rows = list(csv.DictReader(f))
     got = collections.Counter((r["name"], r["category"], int(r["pid"]), int(r["tid"]), r["thread"],

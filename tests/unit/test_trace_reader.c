@@ -442,6 +442,32 @@ static void test_numbers_and_strings(void)
 	CHECK(!json_object_get("[1]", 3, "name", &n));
 }
 
+/* json_valid: what a strict reader (Python's json) accepts, nothing else (repair keeps only such
+ * lines). */
+static void test_json_valid(void)
+{
+	static const char *const good[] = {
+		"{}", " {\"a\" : [1, -0.5e+3, true, false, null, \"\\u00e9\\n\"]} ",
+		"\"\xc3\xa9\"", "0", "[[]]", "{\"a\":{\"b\":{}}}",
+	};
+	static const char *const bad[] = {
+		"", "{", "{\"a\" 1}", "{x}", "{\"a\":}", "{\"a\":1,}", "[1 2]", "{]", "[}",
+		"01", "1.", "-", "1e", "NaN", "nul", "\"\x01\"", "\"\xff\"", "\"\\q\"",
+		"\"\\u12G4\"", "\"open", "{} {}", "{1:2}",
+	};
+	char deep[2 * JSON_MAX_DEPTH + 4];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECK(json_valid(good[i], strlen(good[i])));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(!json_valid(bad[i], strlen(bad[i])));
+	CHECK(!json_valid("\"a\0b\"", 5)); /* a NUL inside */
+	memset(deep, '[', JSON_MAX_DEPTH + 1);
+	memset(deep + JSON_MAX_DEPTH + 1, ']', JSON_MAX_DEPTH + 1);
+	CHECK(!json_valid(deep, 2 * JSON_MAX_DEPTH + 2)); /* bounded recursion */
+	CHECK(json_valid(deep + 1, 2 * JSON_MAX_DEPTH));
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -458,6 +484,7 @@ int main(void)
 	RUN(test_huge_events);
 	RUN(test_ftrace_lines);
 	RUN(test_numbers_and_strings);
+	RUN(test_json_valid);
 	{
 		char cmd[600];
 

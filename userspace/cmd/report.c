@@ -44,17 +44,19 @@ static int report__write_html(const char *path, const struct report *r,
 			      const struct report_opts *o)
 {
 	struct outfile *out;
+	char msg[1024];
 	FILE *f;
-	int err = outfile__open(&out, path);
+	int err = outfile__open(&out, path, msg, sizeof(msg));
 
-	if (err)
-		goto out;
+	if (err) {
+		pr_err("%s", msg);
+		return err;
+	}
 	f = outfile__stdio(out);
 	err = f ? report_html__write(f, r, o) : -ENOMEM;
 	if (f && fclose(f) && !err)
 		err = -EIO;
 	err = outfile__close(out, !err) ?: err;
-out:
 	if (err)
 		pr_err("cannot write %s: %s", path, strerror(-err));
 	return err;

@@ -341,7 +341,7 @@ int recording__open_output(struct recording *r)
 		default_output(r);
 	fd = r->opts->top && !r->opts->output
 		     ? open("/dev/null", O_WRONLY | O_CLOEXEC)
-		     : trace_file__create(r->path, r->err, sizeof(r->err));
+		     : trace_file__create(r->path, TF_IN_PLACE, NULL, r->err, sizeof(r->err));
 	if (fd < 0) {
 		pr_err("%s", r->err);
 		return fd;
@@ -353,6 +353,8 @@ int recording__open_output(struct recording *r)
 		return err;
 	}
 	recording__write_started(r);
+	/* on disk before anything is attached: a recording killed at once is still repairable */
+	trace_writer__flush(r->writer);
 	return 0;
 }
 

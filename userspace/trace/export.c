@@ -285,11 +285,9 @@ int trace_export(const char *in, const char *out, bool csv, uint64_t *rows, char
 	ret = learn_names(in, &names, err, errlen);
 	if (ret < 0)
 		goto out;
-	ret = outfile__open(&f, out);
-	if (ret) {
-		snprintf(err, errlen, "cannot write %s: %s", out ? out : "stdout", strerror(-ret));
+	ret = outfile__open(&f, out, err, errlen);
+	if (ret)
 		goto out;
-	}
 	ret = write_rows(in, &names, f, csv, rows, err, errlen);
 	cret = outfile__close(f, ret >= 0);
 	if (ret >= 0 && cret) {

@@ -4,8 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s (at most max bytes), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t max)
+size_t utf8_len(const unsigned char *s, size_t max)
 {
 	size_t n;
 	unsigned c = s[0], min;

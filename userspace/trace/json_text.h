@@ -23,6 +23,9 @@ size_t text_safe(char *out, size_t len, const char *s, size_t n);
  * UTF-8 become U+FFFD. out must hold 6 * n + 1 bytes; returns the length written. */
 size_t json_clean(char *out, const char *s, size_t n);
 
+/* Length of the valid UTF-8 sequence at s (at most max bytes, max > 0), or 0. */
+size_t utf8_len(const unsigned char *s, size_t max);
+
 /* Writes v in decimal at p (no NUL); returns the end. */
 char *json_put_u64(char *p, uint64_t v);
 

@@ -2,7 +2,9 @@
 /* JSON values inside one event, in memory: their length, unescaping strings, looking up a key,
  * numbers of microseconds as exact nanoseconds. */
 #include "trace/json_value.h"
+#include "trace/json_text.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -32,6 +34,128 @@ size_t json_value_len(const char *s, size_t len)
 		if (json_scan__byte(&sc, *p))
 			return p + 1 - s;
 	return 0;
+}
+
+/* ---- strict validation: each step returns where the value ends, or NULL ---------------- */
+
+static const char *valid_value(const char *p, const char *end, int depth);
+
+static const char *valid_string(const char *p, const char *end)
+{
+	for (p++; p < end && *p != '"';) {
+		unsigned char c = *p;
+
+		if (c < 0x20)
+			return NULL;
+		if (c == '\\' && p + 1 < end && p[1] == 'u') {
+			for (int i = 2; i < 6; i++)
+				if (p + i >= end || !isxdigit((unsigned char)p[i]))
+					return NULL;
+			p += 6;
+		} else if (c == '\\') {
+			if (p + 1 >= end || !p[1] || !strchr("\"\\/bfnrt", p[1]))
+				return NULL;
+			p += 2;
+		} else {
+			size_t n = utf8_len((const unsigned char *)p, end - p);
+
+			if (!n)
+				return NULL;
+			p += n;
+		}
+	}
+	return p < end ? p + 1 : NULL;
+}
+
+static const char *digits(const char *p, const char *end)
+{
+	const char *start = p;
+
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	return p > start ? p : NULL;
+}
+
+static const char *valid_number(const char *p, const char *end)
+{
+	if (p < end && *p == '-')
+		p++;
+	if (p < end && *p == '0')
+		p++;
+	else if (!(p = digits(p, end)))
+		return NULL;
+	if (p < end && *p == '.' && !(p = digits(p + 1, end)))
+		return NULL;
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		p = digits(p, end);
+	}
+	return p;
+}
+
+/* The members of an object (pairs) or the elements of an array, up to close. */
+static const char *valid_members(const char *p, const char *end, int depth, bool pairs,
+				 char close)
+{
+	p = json_skip_ws(p + 1, end);
+	if (p < end && *p == close)
+		return p + 1;
+	for (;;) {
+		if (pairs) {
+			if (p >= end || *p != '"' || !(p = valid_string(p, end)))
+				return NULL;
+			p = json_skip_ws(p, end);
+			if (p >= end || *p != ':')
+				return NULL;
+			p = json_skip_ws(p + 1, end);
+		}
+		if (!(p = valid_value(p, end, depth + 1)))
+			return NULL;
+		p = json_skip_ws(p, end);
+		if (p < end && *p == close)
+			return p + 1;
+		if (p >= end || *p != ',')
+			return NULL;
+		p = json_skip_ws(p + 1, end);
+	}
+}
+
+static const char *valid_word(const char *p, const char *end, const char *word)
+{
+	size_t n = strlen(word);
+
+	return (size_t)(end - p) >= n && !memcmp(p, word, n) ? p + n : NULL;
+}
+
+static const char *valid_value(const char *p, const char *end, int depth)
+{
+	if (p >= end || depth > JSON_MAX_DEPTH)
+		return NULL;
+	switch (*p) {
+	case '{':
+		return valid_members(p, end, depth, true, '}');
+	case '[':
+		return valid_members(p, end, depth, false, ']');
+	case '"':
+		return valid_string(p, end);
+	case 't':
+		return valid_word(p, end, "true");
+	case 'f':
+		return valid_word(p, end, "false");
+	case 'n':
+		return valid_word(p, end, "null");
+	default:
+		return valid_number(p, end);
+	}
+}
+
+bool json_valid(const char *s, size_t len)
+{
+	const char *end = s + len, *p = valid_value(json_skip_ws(s, end), end, 1);
+
+	return p && json_skip_ws(p, end) == end;
 }
 
 bool json_escape_cut(const char *p, const char *end)

@@ -17,6 +17,11 @@ size_t json_unescape(const char *s, size_t len, char *out, size_t outlen, size_t
 /* The length of the JSON value at s (after leading white space is skipped by the caller), or
  * 0 if it is malformed or cut short. */
 size_t json_value_len(const char *s, size_t len);
+/* The len bytes at s are exactly one JSON value (RFC 8259, white space around it allowed):
+ * strings of valid UTF-8 without raw control characters, no NaN, nested at most
+ * JSON_MAX_DEPTH deep. What a strict reader (Python's json, a browser) accepts. */
+#define JSON_MAX_DEPTH 512
+bool json_valid(const char *s, size_t len);
 /* Looks up key in the JSON object at s and returns where its value starts (length in *vlen),
  * or NULL. Only the object's own keys are searched. */
 const char *json_object_get(const char *s, size_t len, const char *key, size_t *vlen);

@@ -17,6 +17,7 @@
  * {"merged": [meta_A, meta_B, ...], "merge": {how}, t0 and duration of the merged zero}. */
 #include "trace/merge.h"
 #include "trace/json_text.h"
+#include "trace/json_value.h"
 #include "trace/outfile.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <uthash.h>
 
 #define SAME_BOOT_NS 1000000000LL /* boot times closer than this: the same boot */
@@ -91,6 +93,7 @@ struct input {
 	struct idmap named; /* pids with a process_name */
 	struct idmap remap; /* id -> the id it gets */
 	bool truncated;
+	uint64_t not_json; /* events left out: their text is not JSON */
 };
 
 static int64_t meta_int(const char *meta, const char *key, bool *found)
@@ -167,9 +170,11 @@ static int scan_input(struct input *in)
 		} else if (it.type == TI_SCHED) {
 			if (!ftrace_line__parse(it.text, it.len, &fl))
 				scan_sched(in, &fl);
-		} else if (it.type == TI_METADATA && !in->meta) {
+		} else if (it.type == TI_METADATA && !in->meta && json_valid(it.text, it.len)) {
 			in->meta = xcalloc(1, it.len + 1);
 			memcpy(in->meta, it.text, it.len);
+		} else if (it.type == TI_METADATA && !in->meta) {
+			pr_warn("%s: its metadata is not valid JSON: the merge leaves it out", in->path);
 		}
 	}
 	if (ret < 0)
@@ -323,11 +328,12 @@ static void clean(struct buf *b)
 		i++;
 	if (i == b->len)
 		return;
-	p = xcalloc(6 * b->len + 1, 1);
+	/* the room json_clean may need, from the length before cleaning */
+	b->cap = 6 * b->len + 1;
+	p = xcalloc(b->cap, 1);
 	b->len = json_clean(p, b->p, b->len);
 	free(b->p);
 	b->p = p;
-	b->cap = 6 * b->len + 1;
 }
 
 /* text with the subs applied, white space outside strings dropped (one event, one line). */
@@ -423,7 +429,7 @@ static void emit(struct writer *w, const char *p, size_t n)
 	w->events++;
 }
 
-static void copy_event(struct writer *w, const struct input *in, size_t k,
+static void copy_event(struct writer *w, struct input *in, size_t k,
 		       const struct trace_event *ev)
 {
 	struct sub subs[8];
@@ -471,6 +477,10 @@ static void copy_event(struct writer *w, const struct input *in, size_t k,
 		subs[n++].longer = w->name.p;
 	}
 	rewrite(&w->line, ev->text, ev->len, subs, n, minify);
+	if (!json_valid(w->line.p, w->line.len)) {
+		in->not_json++; /* the reader finds its fields; a strict reader would refuse it */
+		return;
+	}
 	emit(w, w->line.p, w->line.len);
 }
 
@@ -494,6 +504,9 @@ static int copy_events(struct writer *w, struct input *in, size_t k)
 	trace_reader__close(r);
 	if (ret < 0)
 		return ret;
+	if (in->not_json)
+		pr_warn("%s: %" PRIu64 " event%s left out: not valid JSON", in->path, in->not_json,
+			plural_s(in->not_json));
 	/* processes the input never named: name them after the file */
 	HASH_ITER(hh, in->pids.head, e, tmp) {
 		int64_t pid = e->id, to = pid;
@@ -648,12 +661,30 @@ static void write_metadata(struct writer *w, struct input *in, size_t n, const c
 	outfile__printf(w->f, ",\"duration_ns\":%" PRId64 "}}\n", dur);
 }
 
+/* merge_sched reads every input at once: a descriptor each, two for a pipe (its spool). */
+static int enough_files(size_t n)
+{
+	rlim_t need = 2 * n + 16;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need)
+		return 0;
+	rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+	if (rl.rlim_cur >= need && !setrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	pr_err("merging %zu files needs %llu open files, more than the limit (%llu): raise it "
+	       "(ulimit -n) or merge them in groups, then merge the groups' outputs",
+	       n, (unsigned long long)need, (unsigned long long)rl.rlim_max);
+	return -EMFILE;
+}
+
 static int merge(struct input *in, size_t n, const char *out)
 {
 	struct writer w = { .first = true };
 	int64_t zero_mono = 0, zero_real = INT64_MAX;
 	const char *clock;
-	int ret = 0;
+	char err[1024];
+	int ret = enough_files(n);
 
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = scan_input(&in[i]);
@@ -666,9 +697,9 @@ static int merge(struct input *in, size_t n, const char *out)
 				in[i].path);
 	clock = align(in, n, &zero_mono, &zero_real);
 	assign_ids(in, n, !strcmp(clock, "CLOCK_MONOTONIC"));
-	ret = outfile__open(&w.f, out);
+	ret = outfile__open(&w.f, out, err, sizeof(err));
 	if (ret) {
-		pr_err("cannot write %s: %s", out, strerror(-ret));
+		pr_err("%s", err);
 		return ret;
 	}
 	outfile__puts(w.f, "{\"traceEvents\":[");

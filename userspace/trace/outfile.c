@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "trace/outfile.h"
+#include "trace/trace_file.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -19,40 +19,33 @@ struct outfile {
 	gzFile gz;
 	int err;
 	size_t len;
-	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	char path[PATH_MAX];
+	struct trace_file_tmp tmp;
 	char buf[OUT_BUF];
 };
 
-int outfile__open(struct outfile **fp, const char *path)
+int outfile__open(struct outfile **fp, const char *path, char *err, size_t errlen)
 {
 	struct outfile *f = xcalloc(1, sizeof(*f));
 	size_t l = path ? strlen(path) : 0;
 	bool gz = l > 3 && !strcmp(path + l - 3, ".gz");
-	struct stat st;
-	int fd, err;
+	int fd;
 
-	if (!path || !strcmp(path, "-")) {
-		fd = dup(STDOUT_FILENO);
-	} else if (!lstat(path, &st) && !S_ISREG(st.st_mode)) {
-		/* a device, FIFO or symlink: write through it, never rename over it */
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	} else {
-		snprintf(f->path, sizeof(f->path), "%s", path);
-		snprintf(f->tmp, sizeof(f->tmp), "%s.tmp%d", path, (int)getpid());
-		fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	}
+	if (!path)
+		path = "-";
+	fd = trace_file__create(path, TF_RENAME, &f->tmp, err, errlen);
 	if (fd < 0) {
-		err = -errno;
 		free(f);
-		return err;
+		return fd;
 	}
+	snprintf(f->path, sizeof(f->path), "%s", path);
 	/* "T": zlib's transparent mode, plain bytes through the same calls */
 	f->gz = gzdopen(fd, gz ? "wb6" : "wT");
 	if (!f->gz) {
 		close(fd);
-		if (f->tmp[0])
-			unlink(f->tmp);
+		trace_file__commit(&f->tmp, path, false);
 		free(f);
+		snprintf(err, errlen, "cannot write %s: out of memory", path);
 		return -ENOMEM;
 	}
 	*fp = f;
@@ -122,12 +115,7 @@ int outfile__close(struct outfile *f, bool keep)
 	if (ret != Z_OK && !f->err)
 		f->err = ret == Z_ERRNO && errno ? -errno : -EIO;
 	err = f->err;
-	if (f->tmp[0]) {
-		if (keep && !err && rename(f->tmp, f->path))
-			err = -errno;
-		if (!keep || err)
-			unlink(f->tmp);
-	}
+	err = trace_file__commit(&f->tmp, f->path, keep && !err) ?: err;
 	free(f);
 	return err;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Buffered output for merge and export: a file (".gz" compresses) written under a temporary
- * name and renamed into place when complete, so a failed run never leaves half a file (and an
- * input can be overwritten by its own merge); a device, FIFO or symlink is written through;
- * or stdout. Created with mode 0600, like a recording: traces hold captured arguments. */
+/* Buffered output for merge, export and report --html: a file (".gz" compresses) created by
+ * the output policy (trace_file.h) without a name and given its name when complete, so a failed
+ * or killed run never leaves half a file (and an input can be overwritten by its own merge); or
+ * stdout. */
 #ifndef TRACER_OUTFILE_H
 #define TRACER_OUTFILE_H
 
@@ -12,8 +12,8 @@
 
 struct outfile;
 
-/* path NULL or "-": stdout. 0 or -errno. */
-int outfile__open(struct outfile **f, const char *path);
+/* path NULL or "-": stdout. 0, or -errno with a one-line message in err. */
+int outfile__open(struct outfile **f, const char *path, char *err, size_t errlen);
 void outfile__write(struct outfile *f, const char *p, size_t n);
 void outfile__puts(struct outfile *f, const char *s);
 void outfile__printf(struct outfile *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -7,6 +7,7 @@
 #include "trace/repair.h"
 #include "trace/json_text.h"
 #include "trace/json_value.h"
+#include "trace/trace_file.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
 
@@ -30,8 +31,7 @@ static int64_t event_line(const char *line, size_t len)
 	size_t n = len - 2, tslen;
 	int64_t ns = 0;
 
-	if (len < 4 || strcmp(line + len - 2, ",\n") || line[0] != '{' ||
-	    json_value_len(line, n) != n)
+	if (len < 4 || strcmp(line + len - 2, ",\n") || line[0] != '{' || !json_valid(line, n))
 		return -1;
 	ts = json_object_get(line, n, "ts", &tslen);
 	if (ts && (json_us_to_ns(ts, tslen, &ns) || ns < 0))
@@ -113,14 +113,15 @@ static char *started_args(const char *line, size_t len)
 	const char *args = json_object_get(line, len - 2, "args", &alen);
 
 	if (!name || nlen != 19 || strncmp(name, "\"recording started\"", 19) || !args ||
-	    alen < 3 || args[0] != '{')
-		return NULL;
+	    args[0] != '{' || json_skip_ws(args + 1, args + alen - 1) == args + alen - 1)
+		return NULL; /* not it, or no members to add */
 	return strndup(args + 1, alen - 2);
 }
 
-/* Copies the header and every complete event line of in to out, then the end a recording
- * writes. Returns the events kept, or -errno. */
-static int64_t write_repaired(FILE *in, FILE *out)
+/* Copies the header and every complete event line of in to out up to the end of the array (a
+ * line that is not one is left out and counted in *dropped), then the end a recording writes. Returns the events kept,
+ * or -errno. */
+static int64_t write_repaired(FILE *in, FILE *out, uint64_t *dropped)
 {
 	uint64_t events = 0, last_ns = 0;
 	char *line = NULL, *started = NULL, end[512];
@@ -131,8 +132,12 @@ static int64_t write_repaired(FILE *in, FILE *out)
 	while ((len = getline(&line, &cap, in)) > 0) {
 		int64_t ns = event_line(line, len);
 
-		if (ns < 0)
-			break;
+		if (ns < 0 && line[0] == ']')
+			break; /* the end of "traceEvents": no event after it */
+		if (ns < 0) {
+			*dropped += line[len - 1] == '\n'; /* not the line the cut ended */
+			continue;
+		}
 		if (!events)
 			started = started_args(line, len);
 		fwrite(line, 1, len, out);
@@ -158,10 +163,33 @@ static int64_t write_repaired(FILE *in, FILE *out)
 	return fflush(out) || ferror(out) ? -(errno ? errno : EIO) : (int64_t)events;
 }
 
+/* The repaired file, created by the output policy (trace_file.h). */
+static FILE *create_repaired(const char *path, struct trace_file_tmp *tmp)
+{
+	char err[1024];
+	int fd = trace_file__create(path, TF_RENAME, tmp, err, sizeof(err));
+	FILE *out;
+
+	if (fd < 0) {
+		pr_err("%s; nothing was changed", err);
+		return NULL;
+	}
+	out = is_gz(path) ? gz_stdio(fd, "w") : fdopen(fd, "w");
+	if (!out) {
+		pr_err("cannot write %s: %s; nothing was changed", path, strerror(errno));
+		if (!is_gz(path))
+			close(fd);
+		trace_file__commit(tmp, path, false);
+	}
+	return out;
+}
+
 int trace_repair(const char *path)
 {
-	char *line = NULL, tmp[PATH_MAX + 32], cut[PATH_MAX + 8];
+	char *line = NULL, cut[PATH_MAX + 8];
+	struct trace_file_tmp tmp;
 	FILE *in = NULL, *out = NULL;
+	uint64_t dropped = 0;
 	size_t cap = 0;
 	int64_t kept;
 	ssize_t len;
@@ -190,37 +218,39 @@ int trace_repair(const char *path)
 		       path);
 		goto out;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
 	snprintf(cut, sizeof(cut), "%s.cut", path);
 	if (!access(cut, F_OK)) {
 		pr_err("%s exists: repair keeps the file as it was there; move it away first", cut);
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	out = fd < 0 ? NULL : is_gz(path) ? gz_stdio(fd, "w") : fdopen(fd, "w");
-	if (!out) {
-		ret = -errno;
-		pr_err("cannot write %s: %s", tmp, strerror(errno));
-		if (fd >= 0 && !is_gz(path))
-			close(fd);
-		unlink(tmp);
+	out = create_repaired(path, &tmp);
+	if (!out)
 		goto out;
-	}
-	kept = write_repaired(in, out);
+	kept = write_repaired(in, out, &dropped);
 	if (kept >= 0 && fclose(out))
 		kept = -errno;
 	out = NULL;
 	/* the file as it was keeps its data under another name; the repaired one takes the name */
-	if (kept >= 0 && (link(path, cut) || rename(tmp, path)))
+	if (kept >= 0 && link(path, cut))
 		kept = -errno;
+	ret = trace_file__commit(&tmp, path, kept >= 0);
+	if (ret && kept >= 0) {
+		unlink(cut);
+		kept = ret;
+	}
 	if (kept < 0) {
 		ret = (int)kept;
-		unlink(tmp);
 		pr_err("cannot repair %s: %s; nothing was changed", path, strerror(-ret));
 		goto out;
 	}
-	pr_info("repaired %s: kept %lld event%s; the file as it was is %s", path, (long long)kept,
-		plural_s(kept), cut);
+	if (dropped)
+		pr_info("repaired %s: kept %lld event%s, left out %llu line%s that %s not complete "
+			"events; the file as it was is %s", path, (long long)kept, plural_s(kept),
+			(unsigned long long)dropped, plural_s(dropped), dropped == 1 ? "was" : "were",
+			cut);
+	else
+		pr_info("repaired %s: kept %lld event%s; the file as it was is %s", path,
+			(long long)kept, plural_s(kept), cut);
 	ret = 0;
 out:
 	if (out)

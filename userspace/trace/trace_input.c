@@ -11,13 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_SPOOLS 8
-
-/* Paths already copied, and the copy; kept open until the program exits. */
+/* Paths already copied, and the copy; kept open until the program exits (one descriptor each:
+ * merge takes as many inputs as the command line holds). */
 static struct spool {
-	char path[PATH_MAX];
+	char *path;
 	int fd;
-} spools[MAX_SPOOLS];
+} *spools;
 static int nspools;
 
 static int reopen(int fd)
@@ -56,8 +55,6 @@ static int spool(const char *path, int in)
 	const char *dir = getenv("TMPDIR");
 	int tmp, err;
 
-	if (nspools == MAX_SPOOLS)
-		return -EMFILE;
 	tmp = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (tmp < 0)
 		return -errno;
@@ -66,7 +63,8 @@ static int spool(const char *path, int in)
 		close(tmp);
 		return err;
 	}
-	snprintf(spools[nspools].path, sizeof(spools[0].path), "%s", path);
+	spools = xrealloc(spools, nspools + 1, sizeof(*spools));
+	spools[nspools].path = xstrdup(path);
 	spools[nspools++].fd = tmp;
 	return reopen(tmp);
 }

@@ -189,6 +189,11 @@ static void flush(struct trace_writer *w)
 	w->len = 0;
 }
 
+void trace_writer__flush(struct trace_writer *w)
+{
+	flush(w);
+}
+
 /* Makes room for one event line; returns where to write it. */
 static char *reserve(struct trace_writer *w)
 {
