@@ -227,6 +227,49 @@ def test_packs(tmp):
     wait_exit(pl)
 
 
+HIDDEN_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                       r"\u2066-\u2069]")
+
+
+@lib.offline
+def test_list_names_never_raw(tmp):
+    """`tracer list BINARY` needs no root: a binary anyone hands it, with ESC, BEL, a C1 CSI and
+    a bidi override in a symbol name, must not drive the terminal; U+FFFD in their place."""
+    evil = "d\x1b]0;X\x07\u009b\u202e"
+    with open(lib.target("pipeline"), "rb") as f:
+        data = f.read()
+    assert len(evil.encode()) == len("decode_frame") and b"\0decode_frame\0" in data
+    path = os.path.join(tmp, "pipeline")
+    with open(path, "wb") as f:
+        f.write(data.replace(b"\0decode_frame\0", b"\0" + evil.encode() + b"\0"))
+    os.chmod(path, 0o755)
+    rc, out, err = run("list", path)
+    assert rc == 0, err
+    assert not HIDDEN_RE.findall(out), sorted(set(HIDDEN_RE.findall(out)))
+    objs, _ = parse_list(out)
+    assert rows_named(objs, "d\ufffd]0;X" + "\ufffd" * 3), out
+    rc, out, err = run("list", path, "d?]0;X*")  # matched by the symbol's own bytes
+    assert rc == 0 and rows_named(parse_list(out)[0], "d\ufffd]0;X" + "\ufffd" * 3), (out, err)
+
+
+def test_packs_text_never_raw(tmp):
+    """A pack's name, description and library globs reach the terminal under the same rule."""
+    with open(os.path.join(tmp, "evil.json"), "w") as f:
+        json.dump({"name": "ev\x1b[31mil\x07", "description": "x\x1b]0;pwned\x07 \u009b2J "
+                   "\u202etxt.exe", "when": {"maps": ["lib\x1b[2J.so"]},
+                   "probes": [{"function": "x", "category": "decode"}]}, f)
+    pl, pid = start_pipeline("--frames", "1")
+    for args in (["packs"], ["packs", "-p", pid]):
+        p = subprocess.run([lib.TRACER] + [str(a) for a in args], capture_output=True,
+                           text=True, timeout=60, env=dict(os.environ, TRACER_PROBES=tmp))
+        assert p.returncode == 0, p.stderr
+        assert not HIDDEN_RE.findall(p.stdout), sorted(set(HIDDEN_RE.findall(p.stdout)))
+        assert "ev\ufffd[31mil\ufffd" in p.stdout and "lib\ufffd[2J.so" in p.stdout, p.stdout
+        assert "x\ufffd]0;pwned\ufffd \ufffd2J \ufffdtxt.exe" in p.stdout, p.stdout
+    sigusr1(pid)
+    wait_exit(pl)
+
+
 @lib.offline
 def test_list_errors(tmp):
     notelf = os.path.join(tmp, "notes.txt")

@@ -57,13 +57,11 @@ static void json_str(FILE *f, const char *s)
 
 static void csv_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
+	size_t n = strlen(s);
+	char *cell = xcalloc(CSV_CELL_MAX(n), 1);
+
+	fwrite(cell, 1, csv_cell(cell, s, n), f);
+	free(cell);
 }
 
 static void print_table(FILE *f, const struct report *r, const struct report_opts *o)
