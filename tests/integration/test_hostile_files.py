@@ -2,7 +2,9 @@
 times that are not times, pipes, corrupt gzip, packs nested too deep. report, export and merge
 never print a control character, never write invalid JSON, never drop anything in silence; and
 what they write is private (0600) like a recording."""
+import csv
 import gzip
+import io
 import json
 import zlib
 import os
@@ -131,6 +133,33 @@ def test_c1_del_bidi_never_raw(tmp):
     assert_printable(text.replace(b"\n", b" "), "merge")
     spans = [e for e in strict_json(text)["traceEvents"] if e.get("ph") == "X"]
     assert [(e["name"], e["cat"]) for e in spans] == [(name, "c\u009bat")] * 2, spans
+
+
+@lib.offline
+def test_csv_formulas_are_text(tmp):
+    """A cell a spreadsheet would run (=, +, -, @ first) gets a leading ' in export --csv and
+    report --csv (OWASP's CSV injection advice); numbers, negative ones too, stay numbers."""
+    formulas = ['=HYPERLINK("http://x.example/","y")', "+cmd|' /C calc'!A0", "@SUM(1)",
+                "-2+3"]
+    ev = [{"ph": "M", "name": "thread_name", "pid": -3, "tid": -4, "args": {"name": "=1+1"}}]
+    ev += [{"ph": "X", "name": n, "cat": "-c", "pid": -3, "tid": -4, "ts": 10 + i, "dur": 1}
+           for i, n in enumerate(formulas)]
+    ev.append({"ph": "X", "name": "a=b", "cat": "ok", "pid": 1, "tid": 2, "ts": 20, "dur": 1})
+    src = os.path.join(tmp, "formulas.json")
+    with open(src, "w") as f:
+        json.dump({"traceEvents": ev}, f)
+    p = tracer("export", src, "--csv")
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout.decode())))
+    assert [r["name"] for r in rows] == ["'" + n for n in formulas] + ["a=b"], rows
+    assert {(r["category"], r["pid"], r["tid"], r["thread"]) for r in rows[:-1]} == \
+        {("'-c", "-3", "-4", "'=1+1")}, rows
+    assert rows[-1]["category"] == "ok"
+    p = tracer("report", src, "--csv")
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout.decode())))
+    assert sorted(r["group"] for r in rows) == sorted(["'" + n for n in formulas] + ["a=b"])
+    assert all(int(r["count"]) == 1 and int(r["total_ns"]) == 1000 for r in rows), rows
 
 
 @lib.offline

@@ -48,6 +48,14 @@ static const char *clean(const char *s)
 	return out;
 }
 
+static const char *cell(const char *s)
+{
+	static char out[CSV_CELL_MAX(64)];
+
+	csv_cell(out, s, strlen(s));
+	return out;
+}
+
 static void test_hidden_set(void)
 {
 	for (uint32_t cp = 0; cp < 0x20; cp++)
@@ -125,6 +133,35 @@ static void test_json_clean_hidden(void)
 	CHECK(json_clean(out, "\"\x1f\"", 3) == 8);
 }
 
+static void test_csv_cell_formulas(void)
+{
+	CHECK_STR(cell("=HYPERLINK(\"http://x\",\"y\")"),
+		  "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"");
+	CHECK_STR(cell("+cmd"), "\"'+cmd\"");
+	CHECK_STR(cell("-2+3"), "\"'-2+3\"");
+	CHECK_STR(cell("@SUM(1)"), "\"'@SUM(1)\"");
+	/* only the first character makes a formula */
+	CHECK_STR(cell("a=b+c"), "\"a=b+c\"");
+	CHECK_STR(cell(""), "\"\"");
+	/* a hidden first character is shown as U+FFFD: no formula after it */
+	CHECK_STR(cell("\t=1"), "\"" FFFD "=1\"");
+	CHECK_STR(cell("\xe2\x80\xae" "x\x1b"), "\"" FFFD "x" FFFD "\"");
+}
+
+static void test_csv_cell_bound(void)
+{
+	/* the worst case: a formula start, then bytes that each grow to 3 */
+	const char *s = "=\xff\xff\xff\x01\x7f";
+	size_t n = strlen(s), len;
+	char *out = malloc(CSV_CELL_MAX(n) + 1);
+
+	out[CSV_CELL_MAX(n)] = 0x5a;
+	len = csv_cell(out, s, n);
+	CHECK(len + 1 <= CSV_CELL_MAX(n) && (unsigned char)out[CSV_CELL_MAX(n)] == 0x5a);
+	CHECK(strlen(out) == len);
+	free(out);
+}
+
 int main(void)
 {
 	RUN(test_hidden_set);
@@ -132,5 +169,7 @@ int main(void)
 	RUN(test_printable_same_rule);
 	RUN(test_json_escape_hidden);
 	RUN(test_json_clean_hidden);
+	RUN(test_csv_cell_formulas);
+	RUN(test_csv_cell_bound);
 	UNIT_EXIT();
 }

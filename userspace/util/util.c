@@ -307,6 +307,8 @@ size_t csv_cell(char *out, const char *s, size_t n)
 	size_t o = 0, i = 0;
 
 	out[o++] = '"';
+	if (n && memchr("=+-@", s[0], 4)) /* a formula: text instead */
+		out[o++] = '\'';
 	while (i < n) {
 		size_t wn;
 		const char *w = shown(s, n, &i, &wn);

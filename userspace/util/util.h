@@ -80,8 +80,10 @@ const char *printable(const char *s, char *buf, size_t len);
 /* Bytes out needs for csv_cell() of n bytes. */
 #define CSV_CELL_MAX(n) (3 * (n) + 4)
 
-/* n bytes of s as one quoted CSV cell under text_safe's rule. out holds CSV_CELL_MAX(n)
- * bytes; returns the length written (plus a NUL). */
+/* n bytes of s as one quoted CSV cell under text_safe's rule. A cell that would start with
+ * '=', '+', '-' or '@' gets a leading single quote, so that a spreadsheet shows it as text
+ * instead of running it as a formula (OWASP's CSV injection advice). out holds
+ * CSV_CELL_MAX(n) bytes; returns the length written (plus a NUL). */
 size_t csv_cell(char *out, const char *s, size_t n);
 
 /* "Did you mean": the three names nearest to the literal part of a glob (its characters other
