@@ -270,6 +270,23 @@ def test_packs_text_never_raw(tmp):
     wait_exit(pl)
 
 
+def test_list_other_users_process(tmp):
+    """`tracer list -p` as a user on root's process: it cannot read the maps, and says so and
+    what to do (not that the process is a kernel thread)."""
+    p = subprocess.Popen(["sleep", "60"])
+    _procs.append(p)
+    q = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        lib.TRACER, "list", "-p", str(p.pid)], capture_output=True, text=True,
+                       timeout=60)
+    assert q.returncode == 1, q
+    line = one_line(q.stderr)
+    assert f"cannot read the executable and maps of pid {p.pid} (sleep): permission denied; " \
+        "run as root (sudo)" in line, line
+    assert "kernel thread" not in line
+    rc, out, err = run("list", "-p", 2)  # kthreadd: a kernel thread is still named so
+    assert rc == 1 and "is a kernel thread" in one_line(err), err
+
+
 @lib.offline
 def test_list_errors(tmp):
     notelf = os.path.join(tmp, "notes.txt")
