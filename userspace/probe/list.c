@@ -285,6 +285,21 @@ static size_t print_usdt(const struct object_rows *objs, size_t n, const char *p
 	return found;
 }
 
+/* Offers the object's USDT probes as list names them, "usdt:PROVIDER:NAME". */
+static void offer_usdt(struct near_names *nr, const struct mapped_object *obj)
+{
+	struct usdt_probes u;
+	char name[256];
+
+	if (usdt__read(obj->open_path, &u))
+		return;
+	for (size_t k = 0; k < u.cnt; k++) {
+		snprintf(name, sizeof(name), "usdt:%s:%s", u.v[k].provider, u.v[k].name);
+		near_names__offer(nr, name);
+	}
+	usdt_probes__free(&u);
+}
+
 /* PATTERN matched nothing: one line naming near functions, or how to see them all. Reads the
  * symbols again: this is the error path only. */
 static void no_match_error(const char *pattern, const char *where,
@@ -297,6 +312,10 @@ static void no_match_error(const char *pattern, const char *where,
 	for (size_t i = 0; i < n && nr.want[0]; i++) {
 		struct elf_syms *syms;
 
+		if (!strncmp(pattern, "usdt:", 5)) { /* near USDT probes, not functions */
+			offer_usdt(&nr, objs[i].obj);
+			continue;
+		}
 		if (elf_syms__open(objs[i].obj->open_path, &syms))
 			continue;
 		for (size_t k = 0; k < syms->cnt; k++) {

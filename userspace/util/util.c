@@ -326,25 +326,28 @@ size_t csv_cell(char *out, const char *s, size_t n)
 int edit_distance(const char *a, const char *b, int cap)
 {
 	size_t la = strlen(a), lb = strlen(b);
-	int row[256], best;
+	int rows[3][256], best;
 
-	if (lb >= sizeof(row) / sizeof(row[0]) || la >= 256)
+	if (lb >= sizeof(rows[0]) / sizeof(rows[0][0]) || la >= 256)
 		return cap;
 	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
+		rows[0][j] = j;
 	for (size_t i = 1; i <= la; i++) {
-		int diag = row[0];
+		/* rows of a's first i - 2, i - 1 and i characters */
+		int *two = rows[(i + 1) % 3], *up = rows[(i + 2) % 3], *row = rows[i % 3];
 
-		row[0] = i;
-		best = row[0];
+		row[0] = best = i;
 		for (size_t j = 1; j <= lb; j++) {
-			int up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+			int v = up[j - 1] + (a[i - 1] != b[j - 1]);
 
-			if (up + 1 < v)
-				v = up + 1;
+			if (up[j] + 1 < v)
+				v = up[j] + 1;
 			if (row[j - 1] + 1 < v)
 				v = row[j - 1] + 1;
-			diag = up;
+			/* two neighbours swapped: one typo */
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    two[j - 2] + 1 < v)
+				v = two[j - 2] + 1;
 			row[j] = v;
 			if (v < best)
 				best = v;
@@ -352,7 +355,7 @@ int edit_distance(const char *a, const char *b, int cap)
 		if (best >= cap)
 			return cap;
 	}
-	return row[lb] < cap ? row[lb] : cap;
+	return rows[la % 3][lb] < cap ? rows[la % 3][lb] : cap;
 }
 
 int invoking_user(uid_t *uid, gid_t *gid)
@@ -397,7 +400,9 @@ void near_names__init(struct near_names *nr, const char *glob)
 
 void near_names__offer(struct near_names *nr, const char *name)
 {
-	int cap = strlen(nr->want) / 3 + 2, d;
+	/* near: at most a third of the characters changed (one in a short name); more, and
+	 * "usdt" would suggest "ustat" */
+	int most = strlen(nr->want) / 3, cap = (most > 1 ? most : 1) + 1, d;
 
 	if (!nr->want[0])
 		return;

@@ -87,7 +87,8 @@ const char *printable(const char *s, char *buf, size_t len);
 size_t csv_cell(char *out, const char *s, size_t n);
 
 /* "Did you mean": the three names nearest to the literal part of a glob (its characters other
- * than *?[]), kept as copies. */
+ * than *?[]), kept as copies; a name is near when at most a third of its characters differ
+ * (one, in a name shorter than 6). */
 struct near_names {
 	char want[256];
 	char *name[3];
@@ -100,7 +101,8 @@ void near_names__offer(struct near_names *nr, const char *name);
 size_t near_names__format(const struct near_names *nr, char *buf, size_t len);
 void near_names__free(struct near_names *nr);
 
-/* Levenshtein distance, capped at cap (returns cap when larger). */
+/* Edit distance (insertions, deletions, substitutions, swaps of two neighbours: the optimal
+ * string alignment distance), capped at cap (returns cap when larger). */
 int edit_distance(const char *a, const char *b, int cap);
 
 /* The user who ran tracer: SUDO_UID/SUDO_GID under sudo, else the real ids. -EINVAL when they
