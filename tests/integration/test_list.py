@@ -253,11 +253,12 @@ def test_list_names_never_raw(tmp):
 
 
 def test_packs_text_never_raw(tmp):
-    """A pack's name, description and library globs reach the terminal under the same rule."""
+    """A pack's name, description and library globs reach the terminal under the same rule, in
+    `tracer packs`, in the packs `tracer list` names, and in a recording's summary."""
     with open(os.path.join(tmp, "evil.json"), "w") as f:
         json.dump({"name": "ev\x1b[31mil\x07", "description": "x\x1b]0;pwned\x07 \u009b2J "
-                   "\u202etxt.exe", "when": {"maps": ["lib\x1b[2J.so"]},
-                   "probes": [{"function": "x", "category": "decode"}]}, f)
+                   "\u202etxt.exe", "when": {"maps": ["lib\x1b[2J.so", "pipeline"]},
+                   "probes": [{"function": "decode_frame", "category": "decode"}]}, f)
     pl, pid = start_pipeline("--frames", "1")
     for args in (["packs"], ["packs", "-p", pid]):
         p = subprocess.run([lib.TRACER] + [str(a) for a in args], capture_output=True,
@@ -266,6 +267,19 @@ def test_packs_text_never_raw(tmp):
         assert not HIDDEN_RE.findall(p.stdout), sorted(set(HIDDEN_RE.findall(p.stdout)))
         assert "ev\ufffd[31mil\ufffd" in p.stdout and "lib\ufffd[2J.so" in p.stdout, p.stdout
         assert "x\ufffd]0;pwned\ufffd \ufffd2J \ufffdtxt.exe" in p.stdout, p.stdout
+    p = subprocess.run([lib.TRACER, "list", lib.target("pipeline"), "decode_frame"],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, TRACER_PROBES=tmp))
+    assert p.returncode == 0, p.stderr
+    assert not HIDDEN_RE.findall(p.stdout), sorted(set(HIDDEN_RE.findall(p.stdout)))
+    assert "packs used with no -u/-P: ev\ufffd[31mil\ufffd\n" in p.stdout, p.stdout
+    assert "[ev\ufffd[31mil\ufffd:decode]" in p.stdout, p.stdout
+    p = subprocess.run([lib.TRACER, "-o", os.path.join(tmp, "t.json"), "--",
+                        lib.target("pipeline"), "--frames", "3"], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, TRACER_PROBES=tmp))
+    assert p.returncode == 0, p.stderr
+    assert not HIDDEN_RE.findall(p.stderr), sorted(set(HIDDEN_RE.findall(p.stderr)))
+    assert "packs: ev\ufffd[31mil\ufffd, picked for" in p.stderr, p.stderr
     sigusr1(pid)
     wait_exit(pl)
 

@@ -338,12 +338,15 @@ static void print_default_packs(const struct pack_set *set, const struct mapped_
 				size_t n)
 {
 	bool any = false;
+	char *name;
 
 	printf("packs used with no -u/-P:");
 	for (size_t i = 0; i < set->cnt; i++) {
 		if (!probe_pack__applies(&set->packs[i], objs, n))
 			continue;
-		printf("%s %s", any ? "," : "", set->packs[i].name);
+		name = text_safe_dup(set->packs[i].name);
+		printf("%s %s", any ? "," : "", name);
+		free(name);
 		any = true;
 	}
 	printf("%s\n", any ? "" : " none");
