@@ -23,9 +23,17 @@ size_t json_clean(char *out, const char *s, size_t n)
 	size_t o = 0;
 
 	for (size_t i = 0; i < n;) {
+		unsigned char c = s[i];
 		uint32_t cp;
-		size_t take = utf8_next(s + i, n - i, &cp);
+		size_t take;
 
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') { /* most of any text */
+			out[o++] = c;
+			esc = false;
+			i++;
+			continue;
+		}
+		take = utf8_next(s + i, n - i, &cp);
 		if (!take) {
 			memcpy(out + o, "\xef\xbf\xbd", 3);
 			o += 3;
@@ -57,12 +65,20 @@ size_t json_escape(char *out, size_t len, const char *s, size_t max)
 	if (!len)
 		return 0;
 	while (i < max && s[i]) {
+		unsigned char c = s[i];
 		char esc[8];
 		size_t n = 0, take;
 		uint32_t cp;
 
-		if ((unsigned char)s[i] < 0x80)
-			take = 1, cp = s[i];
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') { /* most of any text */
+			if (o + 1 >= len)
+				break;
+			out[o++] = c;
+			i++;
+			continue;
+		}
+		if (c < 0x80)
+			take = 1, cp = c;
 		else /* a character is at most 4 bytes: never look further for the NUL */
 			take = utf8_next(s + i, strnlen(s + i, max - i < 4 ? max - i : 4), &cp);
 		if (!take) {
