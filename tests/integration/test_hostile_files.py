@@ -106,7 +106,7 @@ def test_c1_del_bidi_never_raw(tmp):
     ev = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "t\u202eT"}},
           {"ph": "X", "name": name, "cat": "c\u009bat", "pid": 1, "tid": 2, "ts": 10, "dur": 5,
            "args": {"v": "v\u2066\x7f"}}]
-    src = os.path.join(tmp, "hidden.json")
+    src = os.path.join(tmp, "hid\x1b[2Jden\u202e.json")  # its name is shown too
     with open(src, "wb") as f:  # raw UTF-8, not \\u escapes: what a careless writer leaves
         f.write(json.dumps({"traceEvents": ev}, ensure_ascii=False).encode())
     html = os.path.join(tmp, "r.html")
@@ -115,6 +115,7 @@ def test_c1_del_bidi_never_raw(tmp):
         p = tracer(*args)
         assert p.returncode == 0, (args, p.stderr)
         assert_printable(p.stdout.replace(b"\n", b" "), " ".join(args[:1] + args[2:]))
+        assert_printable(p.stderr.replace(b"\n", b" "), args[0] + "'s messages")
         assert "a\ufffd2Jb\ufffdc" + "\ufffd" * len(BIDI) + "d" in p.stdout.decode(), args
     with open(html, "rb") as f:
         page = f.read()
@@ -123,11 +124,13 @@ def test_c1_del_bidi_never_raw(tmp):
     p = tracer("export", src, "--jsonl")
     assert p.returncode == 0, p.stderr
     assert_printable(p.stdout.replace(b"\n", b" "), "export --jsonl")
+    assert_printable(p.stderr.replace(b"\n", b" "), "export's messages")
     row = strict_json(p.stdout)
     assert (row["name"], row["args"]["v"]) == (name, "v\u2066\x7f"), row
     out = os.path.join(tmp, "merged.json")
     p = tracer("merge", src, src, "-o", out)
     assert p.returncode == 0, p.stderr
+    assert_printable(p.stderr.replace(b"\n", b" "), "merge's messages")
     with open(out, "rb") as f:
         text = f.read()
     assert_printable(text.replace(b"\n", b" "), "merge")
