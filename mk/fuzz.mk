@@ -34,7 +34,7 @@ FUZZ_ENV := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 FUZZ_SRCS_probe_pack := probe/probe_spec probe/struct_fields util/util
 FUZZ_SRCS_probe_spec := probe/probe_spec probe/struct_fields util/util
 FUZZ_SRCS_elf_syms := elf/elf_syms
-FUZZ_SRCS_json_escape := trace/json_text
+FUZZ_SRCS_json_escape := trace/json_text util/util
 FUZZ_SRCS_trace_reader := trace/trace_reader trace/trace_input trace/json_value trace/json_text \
 	trace/ftrace_line util/util
 FUZZ_SRCS_merge := trace/merge trace/outfile trace/trace_file trace/trace_reader trace/trace_input \

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* Fuzzes json_escape (userspace/trace/trace_writer.c), which makes strings from the target (thread
+/* Fuzzes json_escape (userspace/trace/json_text.c), which makes strings from the target (thread
  * names, process names) safe for the trace. Input: byte 0 picks the output size, byte 1 the
  * input bound max, the rest is the string. Checks against an independent reference: the output
  * is a JSON string body (no raw control characters, quotes or backslashes unescaped, valid UTF-8)
  * that decodes to the input with each byte of an invalid UTF-8 sequence replaced by U+FFFD, cut
  * only where the next unit would not fit, never beyond len - 1 bytes plus the NUL, never reading
- * more than max bytes of the input. */
+ * more than max bytes of the input; and no character the text rule hides (DEL, C1, bidi
+ * controls) is raw in it. */
 #include "fuzz.h"
 #include "trace/json_text.h"
 
@@ -13,7 +14,49 @@
 #include <stdint.h>
 #include <string.h>
 
-#define UNIT_MAX 6 /* the longest escape: \u00XX */
+#define UNIT_MAX 6 /* the longest escape: \uXXXX */
+
+/* The characters the text rule hides (util/util.h), listed again independently. */
+static bool ref_hidden(unsigned cp)
+{
+	static const unsigned bidi[] = { 0x61c,	 0x200e, 0x200f, 0x202a, 0x202b, 0x202c,
+					 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069 };
+
+	if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0))
+		return true;
+	for (size_t i = 0; i < sizeof(bidi) / sizeof(bidi[0]); i++)
+		if (cp == bidi[i])
+			return true;
+	return false;
+}
+
+/* The code point of a well-formed UTF-8 sequence of n bytes. */
+static unsigned ref_decode(const unsigned char *s, size_t n)
+{
+	unsigned cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
+
+	for (size_t i = 1; i < n; i++)
+		cp = cp << 6 | (s[i] & 0x3f);
+	return cp;
+}
+
+/* cp (below U+10000) as UTF-8; returns the count. */
+static size_t ref_encode(unsigned cp, unsigned char *out)
+{
+	if (cp < 0x80) {
+		out[0] = cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = 0xc0 | cp >> 6;
+		out[1] = 0x80 | (cp & 0x3f);
+		return 2;
+	}
+	out[0] = 0xe0 | cp >> 12;
+	out[1] = 0x80 | (cp >> 6 & 0x3f);
+	out[2] = 0x80 | (cp & 0x3f);
+	return 3;
+}
 
 /* Length of the well-formed UTF-8 sequence at s (Unicode table 3-7), or 0. */
 static size_t ref_utf8(const unsigned char *s, size_t n)
@@ -71,17 +114,16 @@ static size_t decode_unit(const char **o, unsigned char *bytes)
 			else
 				return 0;
 		}
-		/* json_escape only needs \u for control characters and DEL */
-		if (v >= 0x80)
+		/* json_escape only needs \u for the characters the rule hides */
+		if (!ref_hidden(v))
 			return 0;
-		bytes[0] = v;
 		*o += 6;
-		return 1;
+		return ref_encode(v, bytes);
 	}
-	if (p[0] < 0x20 || p[0] == '"')
+	if (p[0] == '"')
 		return 0;
 	n = ref_utf8(p, strnlen(*o, 4));
-	if (!n)
+	if (!n || ref_hidden(ref_decode(p, n))) /* not JSON, or shown raw */
 		return 0;
 	memcpy(bytes, p, n);
 	*o += n;

@@ -2,7 +2,9 @@
 times that are not times, pipes, corrupt gzip, packs nested too deep. report, export and merge
 never print a control character, never write invalid JSON, never drop anything in silence; and
 what they write is private (0600) like a recording."""
+import csv
 import gzip
+import io
 import json
 import zlib
 import os
@@ -46,9 +48,15 @@ def tracer(*args, **kw):
                           timeout=60, **kw)
 
 
+# Raw bytes no output may hold (README, "Nothing raw"): C0 but the line end, DEL, C1, and the
+# bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)
+HIDDEN_RE = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c|"
+                       rb"\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
 def assert_printable(out, what):
-    bad = sorted({m.group() for m in re.finditer(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]",
-                                                   out)})
+    bad = sorted({m.group() for m in HIDDEN_RE.finditer(out)})
     assert not bad, f"{what}: control characters from the file: {bad}"
     out.decode("utf-8")  # raises on invalid UTF-8
 
@@ -102,6 +110,74 @@ def test_names_never_raw(tmp):
     names = [e["name"] for e in merged["traceEvents"] if e.get("ph") == "X"]
     assert names.count("fine") == 2 and names.count("bad\ufffd\ufffd\ufffdutf") == 2, names
     assert any(e.get("args", {}).get("v") == "a\x1b[2Jb\x01" for e in merged["traceEvents"])
+
+
+@lib.offline
+def test_c1_del_bidi_never_raw(tmp):
+    """U+009B (the C1 CSI), DEL and every bidirectional control (U+202E turns a line around) in
+    names, categories, thread names and args: report (table, CSV, JSON, HTML) shows U+FFFD;
+    export --jsonl and merge write them escaped (\\uXXXX), so the values read back the same."""
+    name = "a\u009b2Jb\x7fc" + BIDI + "d"
+    ev = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "t\u202eT"}},
+          {"ph": "X", "name": name, "cat": "c\u009bat", "pid": 1, "tid": 2, "ts": 10, "dur": 5,
+           "args": {"v": "v\u2066\x7f"}}]
+    src = os.path.join(tmp, "hid\x1b[2Jden\u202e.json")  # its name is shown too
+    with open(src, "wb") as f:  # raw UTF-8, not \\u escapes: what a careless writer leaves
+        f.write(json.dumps({"traceEvents": ev}, ensure_ascii=False).encode())
+    html = os.path.join(tmp, "r.html")
+    for args in (["report", src], ["report", src, "--csv"], ["report", src, "--json"],
+                 ["report", src, "--html", html], ["export", src, "--csv"]):
+        p = tracer(*args)
+        assert p.returncode == 0, (args, p.stderr)
+        assert_printable(p.stdout.replace(b"\n", b" "), " ".join(args[:1] + args[2:]))
+        assert_printable(p.stderr.replace(b"\n", b" "), args[0] + "'s messages")
+        assert "a\ufffd2Jb\ufffdc" + "\ufffd" * len(BIDI) + "d" in p.stdout.decode(), args
+    with open(html, "rb") as f:
+        page = f.read()
+    assert_printable(page.replace(b"\n", b" "), "report --html")
+    assert "a\ufffd2Jb\ufffdc".encode() in page
+    p = tracer("export", src, "--jsonl")
+    assert p.returncode == 0, p.stderr
+    assert_printable(p.stdout.replace(b"\n", b" "), "export --jsonl")
+    assert_printable(p.stderr.replace(b"\n", b" "), "export's messages")
+    row = strict_json(p.stdout)
+    assert (row["name"], row["args"]["v"]) == (name, "v\u2066\x7f"), row
+    out = os.path.join(tmp, "merged.json")
+    p = tracer("merge", src, src, "-o", out)
+    assert p.returncode == 0, p.stderr
+    assert_printable(p.stderr.replace(b"\n", b" "), "merge's messages")
+    with open(out, "rb") as f:
+        text = f.read()
+    assert_printable(text.replace(b"\n", b" "), "merge")
+    spans = [e for e in strict_json(text)["traceEvents"] if e.get("ph") == "X"]
+    assert [(e["name"], e["cat"]) for e in spans] == [(name, "c\u009bat")] * 2, spans
+
+
+@lib.offline
+def test_csv_formulas_are_text(tmp):
+    """A cell a spreadsheet would run (=, +, -, @ first) gets a leading ' in export --csv and
+    report --csv (OWASP's CSV injection advice); numbers, negative ones too, stay numbers."""
+    formulas = ['=HYPERLINK("http://x.example/","y")', "+cmd|' /C calc'!A0", "@SUM(1)",
+                "-2+3"]
+    ev = [{"ph": "M", "name": "thread_name", "pid": -3, "tid": -4, "args": {"name": "=1+1"}}]
+    ev += [{"ph": "X", "name": n, "cat": "-c", "pid": -3, "tid": -4, "ts": 10 + i, "dur": 1}
+           for i, n in enumerate(formulas)]
+    ev.append({"ph": "X", "name": "a=b", "cat": "ok", "pid": 1, "tid": 2, "ts": 20, "dur": 1})
+    src = os.path.join(tmp, "formulas.json")
+    with open(src, "w") as f:
+        json.dump({"traceEvents": ev}, f)
+    p = tracer("export", src, "--csv")
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout.decode())))
+    assert [r["name"] for r in rows] == ["'" + n for n in formulas] + ["a=b"], rows
+    assert {(r["category"], r["pid"], r["tid"], r["thread"]) for r in rows[:-1]} == \
+        {("'-c", "-3", "-4", "'=1+1")}, rows
+    assert rows[-1]["category"] == "ok"
+    p = tracer("report", src, "--csv")
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout.decode())))
+    assert sorted(r["group"] for r in rows) == sorted(["'" + n for n in formulas] + ["a=b"])
+    assert all(int(r["count"]) == 1 and int(r["total_ns"]) == 1000 for r in rows), rows
 
 
 @lib.offline

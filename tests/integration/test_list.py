@@ -227,6 +227,80 @@ def test_packs(tmp):
     wait_exit(pl)
 
 
+HIDDEN_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                       r"\u2066-\u2069]")
+
+
+@lib.offline
+def test_list_names_never_raw(tmp):
+    """`tracer list BINARY` needs no root: a binary anyone hands it, with ESC, BEL, a C1 CSI and
+    a bidi override in a symbol name, must not drive the terminal; U+FFFD in their place."""
+    evil = "d\x1b]0;X\x07\u009b\u202e"
+    with open(lib.target("pipeline"), "rb") as f:
+        data = f.read()
+    assert len(evil.encode()) == len("decode_frame") and b"\0decode_frame\0" in data
+    path = os.path.join(tmp, "pipeline")
+    with open(path, "wb") as f:
+        f.write(data.replace(b"\0decode_frame\0", b"\0" + evil.encode() + b"\0"))
+    os.chmod(path, 0o755)
+    rc, out, err = run("list", path)
+    assert rc == 0, err
+    assert not HIDDEN_RE.findall(out), sorted(set(HIDDEN_RE.findall(out)))
+    objs, _ = parse_list(out)
+    assert rows_named(objs, "d\ufffd]0;X" + "\ufffd" * 3), out
+    rc, out, err = run("list", path, "d?]0;X*")  # matched by the symbol's own bytes
+    assert rc == 0 and rows_named(parse_list(out)[0], "d\ufffd]0;X" + "\ufffd" * 3), (out, err)
+
+
+def test_packs_text_never_raw(tmp):
+    """A pack's name, description and library globs reach the terminal under the same rule, in
+    `tracer packs`, in the packs `tracer list` names, and in a recording's summary."""
+    with open(os.path.join(tmp, "evil.json"), "w") as f:
+        json.dump({"name": "ev\x1b[31mil\x07", "description": "x\x1b]0;pwned\x07 \u009b2J "
+                   "\u202etxt.exe", "when": {"maps": ["lib\x1b[2J.so", "pipeline"]},
+                   "probes": [{"function": "decode_frame", "category": "decode"}]}, f)
+    pl, pid = start_pipeline("--frames", "1")
+    for args in (["packs"], ["packs", "-p", pid]):
+        p = subprocess.run([lib.TRACER] + [str(a) for a in args], capture_output=True,
+                           text=True, timeout=60, env=dict(os.environ, TRACER_PROBES=tmp))
+        assert p.returncode == 0, p.stderr
+        assert not HIDDEN_RE.findall(p.stdout), sorted(set(HIDDEN_RE.findall(p.stdout)))
+        assert "ev\ufffd[31mil\ufffd" in p.stdout and "lib\ufffd[2J.so" in p.stdout, p.stdout
+        assert "x\ufffd]0;pwned\ufffd \ufffd2J \ufffdtxt.exe" in p.stdout, p.stdout
+    p = subprocess.run([lib.TRACER, "list", lib.target("pipeline"), "decode_frame"],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, TRACER_PROBES=tmp))
+    assert p.returncode == 0, p.stderr
+    assert not HIDDEN_RE.findall(p.stdout), sorted(set(HIDDEN_RE.findall(p.stdout)))
+    assert "packs used with no -u/-P: ev\ufffd[31mil\ufffd\n" in p.stdout, p.stdout
+    assert "[ev\ufffd[31mil\ufffd:decode]" in p.stdout, p.stdout
+    p = subprocess.run([lib.TRACER, "-o", os.path.join(tmp, "t.json"), "--",
+                        lib.target("pipeline"), "--frames", "3"], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, TRACER_PROBES=tmp))
+    assert p.returncode == 0, p.stderr
+    assert not HIDDEN_RE.findall(p.stderr), sorted(set(HIDDEN_RE.findall(p.stderr)))
+    assert "packs: ev\ufffd[31mil\ufffd, picked for" in p.stderr, p.stderr
+    sigusr1(pid)
+    wait_exit(pl)
+
+
+def test_list_other_users_process(tmp):
+    """`tracer list -p` as a user on root's process: it cannot read the maps, and says so and
+    what to do (not that the process is a kernel thread)."""
+    p = subprocess.Popen(["sleep", "60"])
+    _procs.append(p)
+    q = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        lib.TRACER, "list", "-p", str(p.pid)], capture_output=True, text=True,
+                       timeout=60)
+    assert q.returncode == 1, q
+    line = one_line(q.stderr)
+    assert f"cannot read the executable and maps of pid {p.pid} (sleep): permission denied; " \
+        "run as root (sudo)" in line, line
+    assert "kernel thread" not in line
+    rc, out, err = run("list", "-p", 2)  # kthreadd: a kernel thread is still named so
+    assert rc == 1 and "is a kernel thread" in one_line(err), err
+
+
 @lib.offline
 def test_list_errors(tmp):
     notelf = os.path.join(tmp, "notes.txt")

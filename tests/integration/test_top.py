@@ -4,6 +4,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import struct
 import subprocess
@@ -118,5 +119,28 @@ def test_top_piped_and_to_a_file(tmp):
     trace, text = lib.load_trace(out)
     assert lib.check_format(trace, text) == []
     assert any(e["name"] == "op_infer" for e in lib.spans(trace))
+    pl.send_signal(signal.SIGINT)
+    assert pl.wait(timeout=30) == 0
+
+
+def test_top_header_comm_never_raw(tmp):
+    """The header names the target by its comm, which the target chooses (here its file name,
+    with ESC, BEL and a bidi override): shown with U+FFFD in their place, piped as on a terminal."""
+    exe = os.path.join(tmp, "pl\x1b]0;x\x07\u202e")
+    shutil.copy(lib.target("pipeline"), exe)
+    pl = subprocess.Popen([exe, "--wait-signal", "--forever"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    lib._procs.append(pl)
+    line = pl.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    sigusr1(pl.pid)
+    p = subprocess.run([lib.TRACER, "top", "-p", str(pl.pid), "-u", "decode:pl*:decode_frame",
+                        "-d", "2.5"], stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.decode()
+    hidden = re.findall(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", out)
+    assert not hidden, sorted(set(hidden))
+    assert "tracer top: pl\ufffd]0;x\ufffd\ufffd, 1 function" in out, out[:300]
     pl.send_signal(signal.SIGINT)
     assert pl.wait(timeout=30) == 0

@@ -117,3 +117,33 @@ def test_list_usdt(tmp):
     # two operands for the start (id, size), one for the end, as the compiler placed them
     assert len(rows[0]) == 5 and len(rows[1]) == 4, out
     assert all("@" in a for r in rows for a in r[3:]), out
+
+
+def test_usdt_not_found_suggests_usdt_probes(tmp):
+    """A USDT spec that matches nothing names the USDT probes near it, never a function: what is
+    left of "usdt:*:*" once the globs are gone ("usdt::") must not suggest libc's ustat()."""
+    p = subprocess.Popen([target("usdt"), "--wait-signal", "--steps", "1"],
+                         stdout=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    pid = line[1]
+    rc, err = lib.run_tracer("-p", pid, "-u", "other:usdt:usdt:tracer_tst:work__start")
+    assert rc == 1, err
+    assert "no USDT probe matches 'tracer_tst:work__start'; did you mean: " \
+        "tracer_test:work__start" in err, err
+    rc, out, err = run_list(target("usdt"), "usdt:tracer_tst:work__start")
+    assert rc == 1 and "did you mean: usdt:tracer_test:work__start" in err, err
+    with open(f"/proc/{pid}/maps") as f:
+        libc = next(l.split()[-1] for l in f if "/libc.so" in l)
+    if run_list(libc, "usdt:*:*")[0] == 0:
+        raise lib.Skip(f"{libc} has USDT probes")
+    rc, err = lib.run_tracer("-p", pid, "-u", "other:libc.so*:usdt:*:*")
+    assert rc == 1 and "no USDT probe matches '*:*'" in err and "ustat" not in err, err
+    sigusr1(int(pid))
+    wait_exit(p)
+
+
+def run_list(*args):
+    p = subprocess.run([lib.TRACER, "list", *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Unit test of userspace/util/util.c: duration and number parsing, duration formatting, edit
- * distance. */
+ * distance, near names. */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "unit.h"
@@ -182,7 +183,9 @@ static void test_edit_distance(void)
 	CHECK(edit_distance("", "abc", 10) == 3);
 	CHECK(edit_distance("abc", "", 10) == 3);
 	CHECK(edit_distance("same", "same", 10) == 0);
-	CHECK(edit_distance("decode", "decdoe", 10) == 2);
+	CHECK(edit_distance("decode", "decdoe", 10) == 1); /* a swap is one typo */
+	CHECK(edit_distance("ab", "ba", 10) == 1);
+	CHECK(edit_distance("ca", "abc", 10) == 3); /* no edit of a swapped pair */
 	CHECK(edit_distance("operator", "operatr", 10) == 1);
 	CHECK(edit_distance("queue", "queues", 10) == 1);
 	CHECK(edit_distance("intention", "execution", 10) == 5);
@@ -207,6 +210,34 @@ static void test_edit_distance_cap(void)
 	CHECK(edit_distance(long_a, "a", 7) == 7);
 }
 
+/* Whether near_names suggests name for want. */
+static bool suggests(const char *want, const char *name)
+{
+	struct near_names nr;
+	bool got;
+
+	near_names__init(&nr, want);
+	near_names__offer(&nr, name);
+	got = nr.name[0] && !strcmp(nr.name[0], name);
+	near_names__free(&nr);
+	return got;
+}
+
+/* Typos are near; a name with a third of its characters changed is not: "usdt" (what is
+ * left of a USDT spec's glob) never suggests libc's "ustat". */
+static void test_near_names(void)
+{
+	CHECK(suggests("decode_frme", "decode_frame"));
+	CHECK(suggests("pipelin", "pipeline"));
+	CHECK(suggests("rpeort", "report"));
+	CHECK(suggests("gstreamr", "gstreamer"));
+	CHECK(suggests("mian", "main")); /* one swap */
+	CHECK(suggests("mai", "main"));
+	CHECK(!suggests("usdt", "ustat"));
+	CHECK(!suggests("usdt:*:*", "ustat"));
+	CHECK(!suggests("ab", "xy"));
+}
+
 int main(int argc, char **argv)
 {
 	RUN(test_parse_duration_units);
@@ -218,5 +249,6 @@ int main(int argc, char **argv)
 	RUN(test_fmt_duration_no_exponent);
 	RUN(test_edit_distance);
 	RUN(test_edit_distance_cap);
+	RUN(test_near_names);
 	UNIT_EXIT();
 }

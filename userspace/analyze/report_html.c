@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define HTML_TOP 20	     /* span groups shown when --top is not given */
@@ -54,10 +55,13 @@ static const char css[] =
 	".legend i{display:inline-block;width:12px;height:12px;margin-right:5px;"
 	"vertical-align:-1px}";
 
-/* Text or attribute content: every character HTML gives a meaning is escaped. */
-static void put_esc(FILE *f, const char *s)
+/* Text or attribute content: under the text rule (util/util.h), and every character HTML
+ * gives a meaning is escaped. */
+static void put_esc(FILE *f, const char *text)
 {
-	for (; *s; s++) {
+	char *safe = text_safe_dup(text);
+
+	for (const char *s = safe; *s; s++) {
 		switch (*s) {
 		case '&':
 			fputs("&amp;", f);
@@ -78,6 +82,7 @@ static void put_esc(FILE *f, const char *s)
 			fputc(*s, f);
 		}
 	}
+	free(safe);
 }
 
 static const char *dur(uint64_t ns, char *buf)

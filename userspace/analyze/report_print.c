@@ -57,21 +57,20 @@ static void json_str(FILE *f, const char *s)
 
 static void csv_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
+	size_t n = strlen(s);
+	char *cell = xcalloc(CSV_CELL_MAX(n), 1);
+
+	fwrite(cell, 1, csv_cell(cell, s, n), f);
+	free(cell);
 }
 
 static void print_table(FILE *f, const struct report *r, const struct report_opts *o)
 {
 	long nrows = rows(r, o);
-	char b[7 + NQ][32], w[64];
+	char b[7 + NQ][32], w[64], *path = text_safe_dup(o->path);
 
-	fprintf(f, "%s: %" PRIu64 " span%s", o->path, r->spans, plural_s(r->spans));
+	fprintf(f, "%s: %" PRIu64 " span%s", path, r->spans, plural_s(r->spans));
+	free(path);
 	if (r->incomplete)
 		fprintf(f, " (%" PRIu64 " incomplete)", r->incomplete);
 	fprintf(f, " on %zu thread%s, %s recorded", r->nthreads, plural_s(r->nthreads),

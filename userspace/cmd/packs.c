@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char packs_usage[] =
@@ -43,11 +44,34 @@ static void print_wrapped(const char *text, int indent)
 	}
 }
 
+/* One pack: its name, probes, when it is used, its description; what comes from the pack
+ * file under the text rule (util/util.h). */
+static void print_pack(const struct probe_pack *p, size_t nprobes, int namew, bool used)
+{
+	char when[512], safe[3 * sizeof(when)], *name = text_safe_dup(p->name);
+	int n = 0;
+
+	if (!p->when_cnt)
+		snprintf(when, sizeof(when), "only with -P %s", p->name);
+	for (size_t w = 0; w < p->when_cnt && n < (int)sizeof(when); w++)
+		n += snprintf(when + n, sizeof(when) - n, "%s%s", w ? ", " : "used when it maps ",
+			      p->when_maps[w]);
+	printf("%c %-*s  %zu probe%s; %s\n", used ? '*' : ' ', namew, name, nprobes,
+	       plural_s(nprobes), printable(when, safe, sizeof(safe)));
+	free(name);
+	if (p->description) {
+		char *text = text_safe_dup(p->description);
+
+		print_wrapped(text, namew + 4);
+		free(text);
+	}
+}
+
 int cmd_packs(int argc, char **argv)
 {
 	struct target t = { .pidfd = -1 };
 	struct pack_set set = { 0 };
-	char err[512];
+	char err[512], comm[4 * sizeof(t.comm)];
 	int namew = 4, pid = 0, ret;
 
 	ret = pid_options__parse(argc, argv, "packs", packs_usage, &pid);
@@ -74,24 +98,12 @@ int cmd_packs(int argc, char **argv)
 			namew = strlen(set.packs[i].name);
 	printf("packs in %s", probe_pack__dir());
 	if (pid)
-		printf(" (* = used for pid %d (%s) when no -u/-P is given)", pid, t.comm);
+		printf(" (* = used for pid %d (%s) when no -u/-P is given)", pid,
+		       printable(t.comm, comm, sizeof(comm)));
 	printf("\n");
-	for (size_t i = 0; i < set.cnt; i++) {
-		const struct probe_pack *p = &set.packs[i];
-		bool used = pid && probe_pack__applies(p, t.objs, t.nobjs);
-		char when[512];
-		int n = 0;
-
-		if (!p->when_cnt)
-			snprintf(when, sizeof(when), "only with -P %s", p->name);
-		for (size_t w = 0; w < p->when_cnt && n < (int)sizeof(when); w++)
-			n += snprintf(when + n, sizeof(when) - n, "%s%s",
-				      w ? ", " : "used when it maps ", p->when_maps[w]);
-		printf("%c %-*s  %zu probe%s; %s\n", used ? '*' : ' ', namew, p->name,
-		       set.specs[i].cnt, set.specs[i].cnt == 1 ? "" : "s", when);
-		if (p->description)
-			print_wrapped(p->description, namew + 4);
-	}
+	for (size_t i = 0; i < set.cnt; i++)
+		print_pack(&set.packs[i], set.specs[i].cnt, namew,
+			   pid && probe_pack__applies(&set.packs[i], t.objs, t.nobjs));
 	ret = 0;
 out:
 	pack_set__free(&set);

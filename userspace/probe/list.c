@@ -34,6 +34,8 @@ const char *list__insn_cost(enum insn_class c)
 	}
 }
 
+/* Every name list prints (symbols, objects, packs, USDT probes) is under the text rule
+ * (util/util.h): a binary anyone can hand to `tracer list` must not drive the terminal. */
 struct row {
 	char *name; /* displayed: demangled for C++ */
 	uint64_t offset;
@@ -85,6 +87,15 @@ static size_t rows_dedup(struct row *rows, size_t cnt)
 	return n;
 }
 
+/* s under the text rule (util/util.h), in place of s. */
+static char *safe_dup_free(char *s)
+{
+	char *safe = text_safe_dup(s);
+
+	free(s);
+	return safe;
+}
+
 /* "pack:category" of every pack probe that matches the function, comma separated. */
 static char *packs_of(const struct pack_set *set, const char *object, const char *sym)
 {
@@ -107,7 +118,7 @@ static char *packs_of(const struct pack_set *set, const char *object, const char
 			break;
 		}
 	}
-	return out;
+	return out ? safe_dup_free(out) : NULL;
 }
 
 /* The object's probe-able functions that match pattern, with the class of the instruction
@@ -137,7 +148,7 @@ static void object_rows__read(struct object_rows *o, const struct pack_set *set,
 		m[o->cnt].func = sym->offset;
 		m[o->cnt].size = syms->is_go ? 0 : sym->size; /* Go: entry-only, left alone */
 		r = &o->rows[o->cnt++];
-		r->name = xstrdup(demangle__display(sym->name));
+		r->name = text_safe_dup(demangle__display(sym->name));
 		r->offset = sym->offset;
 		r->packs = packs_of(set, o->obj->base, sym->name);
 	}
@@ -164,6 +175,16 @@ static void object_rows__free(struct object_rows *o)
 	free(o->rows);
 }
 
+/* "BASE  PATH", a line of its own. */
+static void print_object(const struct mapped_object *obj)
+{
+	char *base = text_safe_dup(obj->base), *path = text_safe_dup(obj->path);
+
+	printf("\n%s  %s\n", base, path);
+	free(base);
+	free(path);
+}
+
 /* Prints the table. Widths are computed over every object, so that all columns line up; the
  * packs follow the name, so that names keep the most room within 100 columns. */
 static void print_rows(const struct object_rows *objs, size_t n, const char *pattern)
@@ -184,7 +205,7 @@ static void print_rows(const struct object_rows *objs, size_t n, const char *pat
 
 		if (pattern && !o->cnt)
 			continue;
-		printf("\n%s  %s\n", o->obj->base, o->obj->path);
+		print_object(o->obj);
 		if (o->err) {
 			printf("  cannot read its symbols: %s\n", strerror(-o->err));
 			continue;
@@ -216,6 +237,15 @@ static void print_rows(const struct object_rows *objs, size_t n, const char *pat
 	}
 }
 
+static void print_usdt_head(const struct mapped_object *obj)
+{
+	char *base = text_safe_dup(obj->base);
+
+	printf("\n%s  USDT probes (-u CATEGORY:%s:usdt:PROVIDER:NAME[..END])\n"
+	       "  %6s  %-40s  %-9s  ARGUMENTS\n", base, base, "OFFSET", "PROBE", "SEMAPHORE");
+	free(base);
+}
+
 /* The USDT probes of each object (all of them, or those a "usdt:PROVIDER:NAME" pattern
  * matches), with their operands and whether a semaphore guards them. */
 static size_t print_usdt(const struct object_rows *objs, size_t n, const char *pattern,
@@ -233,7 +263,7 @@ static size_t print_usdt(const struct object_rows *objs, size_t n, const char *p
 		if (usdt__read(objs[i].obj->open_path, &u))
 			continue;
 		for (size_t k = 0; k < u.cnt; k++) {
-			char name[256];
+			char name[256], safe[3 * sizeof(name)], *args;
 
 			snprintf(name, sizeof(name), "%s:%s", u.v[k].provider, u.v[k].name);
 			if (want && fnmatch(want, name, 0))
@@ -242,17 +272,32 @@ static size_t print_usdt(const struct object_rows *objs, size_t n, const char *p
 			if (!print)
 				continue;
 			if (!head)
-				printf("\n%s  USDT probes (-u CATEGORY:%s:usdt:PROVIDER:NAME[..END])\n"
-				       "  %6s  %-40s  %-9s  ARGUMENTS\n",
-				       objs[i].obj->base, objs[i].obj->base, "OFFSET", "PROBE",
-				       "SEMAPHORE");
+				print_usdt_head(objs[i].obj);
 			head = true;
-			printf("  %6llx  %-40s  %-9s  %s\n", (unsigned long long)u.v[k].offset, name,
-			       u.v[k].sema_offset ? "yes" : "no", u.v[k].args_text);
+			args = text_safe_dup(u.v[k].args_text);
+			printf("  %6llx  %-40s  %-9s  %s\n", (unsigned long long)u.v[k].offset,
+			       printable(name, safe, sizeof(safe)),
+			       u.v[k].sema_offset ? "yes" : "no", args);
+			free(args);
 		}
 		usdt_probes__free(&u);
 	}
 	return found;
+}
+
+/* Offers the object's USDT probes as list names them, "usdt:PROVIDER:NAME". */
+static void offer_usdt(struct near_names *nr, const struct mapped_object *obj)
+{
+	struct usdt_probes u;
+	char name[256];
+
+	if (usdt__read(obj->open_path, &u))
+		return;
+	for (size_t k = 0; k < u.cnt; k++) {
+		snprintf(name, sizeof(name), "usdt:%s:%s", u.v[k].provider, u.v[k].name);
+		near_names__offer(nr, name);
+	}
+	usdt_probes__free(&u);
 }
 
 /* PATTERN matched nothing: one line naming near functions, or how to see them all. Reads the
@@ -267,6 +312,10 @@ static void no_match_error(const char *pattern, const char *where,
 	for (size_t i = 0; i < n && nr.want[0]; i++) {
 		struct elf_syms *syms;
 
+		if (!strncmp(pattern, "usdt:", 5)) { /* near USDT probes, not functions */
+			offer_usdt(&nr, objs[i].obj);
+			continue;
+		}
 		if (elf_syms__open(objs[i].obj->open_path, &syms))
 			continue;
 		for (size_t k = 0; k < syms->cnt; k++) {
@@ -289,12 +338,15 @@ static void print_default_packs(const struct pack_set *set, const struct mapped_
 				size_t n)
 {
 	bool any = false;
+	char *name;
 
 	printf("packs used with no -u/-P:");
 	for (size_t i = 0; i < set->cnt; i++) {
 		if (!probe_pack__applies(&set->packs[i], objs, n))
 			continue;
-		printf("%s %s", any ? "," : "", set->packs[i].name);
+		name = text_safe_dup(set->packs[i].name);
+		printf("%s %s", any ? "," : "", name);
+		free(name);
 		any = true;
 	}
 	printf("%s\n", any ? "" : " none");
@@ -306,7 +358,7 @@ int list__print(const struct mapped_object *objs, size_t nobjs, const char *file
 	struct object_rows *rows = NULL;
 	struct pack_set set = { 0 };
 	size_t matched = 0;
-	char err[512];
+	char err[512], *safe_where;
 	int ret = -1;
 
 	if (pack_set__load(&set, err, sizeof(err))) {
@@ -333,7 +385,9 @@ int list__print(const struct mapped_object *objs, size_t nobjs, const char *file
 		no_match_error(pattern, where, rows, nobjs);
 		goto out;
 	}
-	printf("%s: ", where);
+	safe_where = text_safe_dup(where);
+	printf("%s: ", safe_where);
+	free(safe_where);
 	if (!file)
 		printf("%zu object%s; ", nobjs, plural_s(nobjs));
 	print_default_packs(&set, objs, nobjs);

@@ -332,14 +332,35 @@ void attach_sites__add(struct attach_sites *sites, int pid, const struct mapped_
 	s->cnt++;
 }
 
+/* Offers the names of the object's USDT probes, "PROVIDER:NAME". */
+static void offer_usdt(struct near_names *nr, const struct usdt_probes *all)
+{
+	char name[256];
+
+	for (size_t k = 0; k < all->cnt; k++) {
+		snprintf(name, sizeof(name), "%s:%s", all->v[k].provider, all->v[k].name);
+		near_names__offer(nr, name);
+	}
+}
+
+/* Nothing matched: which kind of thing, with the names near it (USDT probes for a USDT spec,
+ * never function names). */
 static void no_match_error(const struct probe_spec *spec, struct target *targets,
-			   size_t ntargets, struct sym_cache *cache, bool object_matched,
-			   char *err, size_t errlen)
+			   size_t ntargets, struct sym_cache *cache, struct usdt_cache *ucache,
+			   bool object_matched, char *err, size_t errlen)
 {
 	struct near_names nr;
+	char usdt[512];
+	const char *want = spec->function, *what = "function";
 	size_t n;
 
-	near_names__init(&nr, object_matched ? spec->function : spec->object);
+	snprintf(usdt, sizeof(usdt), "%s:%s", spec->usdt_provider ? spec->usdt_provider : "",
+		 spec->usdt_name ? spec->usdt_name : "");
+	if (!object_matched)
+		want = spec->object, what = "mapped object";
+	else if (spec->usdt_name)
+		want = usdt, what = "USDT probe";
+	near_names__init(&nr, want);
 	for (size_t t = 0; t < ntargets; t++) {
 		for (size_t i = 0; i < targets[t].nobjs; i++) {
 			const struct mapped_object *o = &targets[t].objs[i];
@@ -351,6 +372,10 @@ static void no_match_error(const struct probe_spec *spec, struct target *targets
 			}
 			if (!probe_spec__object_matches(spec->object, o->base))
 				continue;
+			if (spec->usdt_name) {
+				offer_usdt(&nr, usdt_cache__get(ucache, o));
+				continue;
+			}
 			syms = sym_cache__get(cache, o);
 			for (size_t k = 0; syms && k < syms->cnt; k++) {
 				const struct demangled *d = demangle__get(syms->syms[k].name);
@@ -359,9 +384,7 @@ static void no_match_error(const struct probe_spec *spec, struct target *targets
 			}
 		}
 	}
-	n = snprintf(err, errlen, "%s: no %s matches '%s'", spec->origin,
-		     object_matched ? "function" : "mapped object",
-		     object_matched ? spec->function : spec->object);
+	n = snprintf(err, errlen, "%s: no %s matches '%s'", spec->origin, what, want);
 	if (n < errlen)
 		n += near_names__format(&nr, err + n, errlen - n);
 	if (!nr.name[0] && n < errlen)
@@ -585,7 +608,8 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 				 "list)", spec->origin, ifunc);
 			ret = -ENOENT;
 		} else if (!matched) {
-			no_match_error(spec, targets, ntargets, &cache, object_matched, err, errlen);
+			no_match_error(spec, targets, ntargets, &cache, &ucache,
+				       object_matched, err, errlen);
 			ret = -ENOENT;
 		}
 	}

@@ -204,9 +204,14 @@ void budget__print(const struct recording *r, FILE *f)
 	fprintf(f, "budget: %zu function%s no longer probed from %.1fs (probes cost %.1f%% of the "
 		"target's CPU time, over --max-overhead %.0f%%):", b->nshed, plural_s(b->nshed),
 		(b->shed_ns - r->t0) / 1e9, 100 * b->shed_share, 100 * b->max);
-	for (size_t id = 0; id < b->n && id < r->tracked.probes.cnt; id++)
-		if (b->shed[id] && shown++ < 8)
-			fprintf(f, " %s", r->tracked.probes.v[id].function);
+	for (size_t id = 0; id < b->n && id < r->tracked.probes.cnt; id++) {
+		if (b->shed[id] && shown++ < 8) {
+			char *name = text_safe_dup(r->tracked.probes.v[id].function);
+
+			fprintf(f, " %s", name);
+			free(name);
+		}
+	}
 	fprintf(f, "%s\n", shown > 8 ? " ..." : "");
 }
 

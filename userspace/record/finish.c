@@ -131,14 +131,14 @@ static void packs_used(const struct recording *r, char *buf, size_t len)
 /* Says what turned on by itself, and how to turn it off: the automatic choice only. */
 static void print_packs(const struct recording *r)
 {
-	char used[1024];
+	char used[1024], safe[3 * sizeof(used)];
 
 	if (!r->auto_packs)
 		return;
 	packs_used(r, used, sizeof(used));
 	if (used[0])
 		fprintf(stderr, "packs: %s, picked for the libraries the target maps (--no-pack NAME "
-			"leaves one out)\n", used);
+			"leaves one out)\n", printable(used, safe, sizeof(safe)));
 	else
 		fprintf(stderr, "packs: none (no pack's library was mapped%s)\n",
 			r->opts->nno_packs ? ", or --no-pack left it out" : "");

@@ -155,10 +155,18 @@ int target__open(int pid, struct target *t, char *err, size_t errlen)
 	}
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
 	if (stat(exe, &st)) {
-		snprintf(err, errlen, "pid %d (%s) is a kernel thread or has no executable; "
-				      "give the pid of a user-space process", pid, printable(t->comm, safe, sizeof(safe)));
+		/* a kernel thread has no executable (ENOENT); another user's process hides it */
+		ret = errno == EACCES || errno == EPERM ? -EACCES : -EINVAL;
+		if (ret == -EACCES)
+			snprintf(err, errlen, "cannot read the executable and maps of pid %d (%s): "
+				 "permission denied; run as root (sudo) or as the user it runs as",
+				 pid, printable(t->comm, safe, sizeof(safe)));
+		else
+			snprintf(err, errlen, "pid %d (%s) is a kernel thread or has no "
+				 "executable; give the pid of a user-space process",
+				 pid, printable(t->comm, safe, sizeof(safe)));
 		target__close(t);
-		return -EINVAL;
+		return ret;
 	}
 	ret = target__read_maps(t);
 	if (ret) {

@@ -89,7 +89,7 @@ static void put_fitted(const char *text, int rows, int cols)
 void top__draw(struct top *t, struct recording *r, uint64_t now)
 {
 	uint64_t counters[CNT_MAX], interval = t->last_draw ? now - t->last_draw : now - r->t0;
-	char *text = NULL, el[32];
+	char *text = NULL, el[32], comm[4 * COMM_LEN];
 	size_t len = 0;
 	int rows, cols;
 	FILE *f;
@@ -103,8 +103,10 @@ void top__draw(struct top *t, struct recording *r, uint64_t now)
 	window(t, &rows, &cols);
 	/* what to press first: a narrow window cuts the end of the line */
 	fprintf(f, "tracer top%s: %s, %zu function%s, %s, %llu spans (%.0f/s), %u threads",
-		t->raw_keys ? " (q quits)" : "", r->tracked.ntargets == 1 && r->tracked.targets[0].pid ? r->tracked.targets[0].comm
-								       : "targets",
+		t->raw_keys ? " (q quits)" : "",
+		r->tracked.ntargets == 1 && r->tracked.targets[0].pid
+			? printable(r->tracked.targets[0].comm, comm, sizeof(comm))
+			: "targets",
 		r->tracked.attachment.nprobes, plural_s(r->tracked.attachment.nprobes),
 		fmt_duration(now - r->t0, el, sizeof(el)), (unsigned long long)counters[CNT_SPANS],
 		interval ? (counters[CNT_SPANS] - t->last_spans) / (interval / 1e9) : 0,

@@ -124,23 +124,12 @@ static void put_json(struct sbuf *f, const char *s, char **buf, size_t *cap)
 	sb_puts(f, "\"");
 }
 
-/* A cell: quoted, with text_safe's replacements (no control character reaches a terminal). */
+/* A cell: quoted, under the text rule (util/util.h): no control character reaches a
+ * terminal, no formula a spreadsheet would run. */
 static void put_csv(struct sbuf *f, const char *s, size_t n, char **buf, size_t *cap)
 {
-	const char *q;
-
-	grow(buf, cap, 3 * n + 1);
-	n = text_safe(*buf, *cap, s, n);
-	s = *buf;
-	sb_puts(f, "\"");
-	while (n && (q = memchr(s, '"', n))) {
-		sb_write(f, s, q + 1 - s);
-		sb_puts(f, "\"");
-		n -= q + 1 - s;
-		s = q + 1;
-	}
-	sb_write(f, s, n);
-	sb_puts(f, "\"");
+	grow(buf, cap, CSV_CELL_MAX(n));
+	sb_write(f, *buf, csv_cell(*buf, s, n));
 }
 
 /* JSON text from the input (a literal, the args), valid whatever the input held. */

@@ -1,91 +1,55 @@
 // SPDX-License-Identifier: MIT
 #include "trace/json_text.h"
+#include "util/util.h"
 
 #include <stdbool.h>
 #include <string.h>
 
-size_t utf8_len(const unsigned char *s, size_t max)
+static const char hex[] = "0123456789abcdef";
+
+/* \uXXXX for a hidden character (all are in the Basic Multilingual Plane); returns the end. */
+static char *put_u_escape(char *p, uint32_t cp)
 {
-	size_t n;
-	unsigned c = s[0], min;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, min = 0x10000;
-	else
-		return 0;
-	if (n > max)
-		return 0;
-	unsigned cp = c & (0x3f >> (n - 1));
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
-size_t text_safe(char *out, size_t len, const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t o = 0, i = 0;
-
-	if (!len)
-		return 0;
-	while (i < n) {
-		size_t take = p[i] < 0x80 ? 1 : utf8_len(p + i, n - i);
-		/* C0 and DEL, C1 (U+0080..U+009F: 0xc2 0x80..0x9f), or not UTF-8 */
-		bool bad = !take || p[i] < 0x20 || p[i] == 0x7f || (p[i] == 0xc2 && p[i + 1] < 0xa0);
-		const char *w = bad ? "\xef\xbf\xbd" : s + i;
-		size_t wn = bad ? 3 : take;
-
-		if (o + wn >= len)
-			break;
-		memcpy(out + o, w, wn);
-		o += wn;
-		i += take ? take : 1;
-	}
-	out[o] = 0;
-	return o;
+	*p++ = '\\';
+	*p++ = 'u';
+	for (int shift = 12; shift >= 0; shift -= 4)
+		*p++ = hex[cp >> shift & 15];
+	return p;
 }
 
 size_t json_clean(char *out, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)s;
 	bool in_str = false, esc = false;
 	size_t o = 0;
 
 	for (size_t i = 0; i < n;) {
-		unsigned c = p[i];
-		size_t take = c < 0x80 ? 1 : utf8_len(p + i, n - i);
+		unsigned char c = s[i];
+		uint32_t cp;
+		size_t take;
 
-		if (in_str && c < 0x20) { /* a raw control byte: never valid inside a string */
-			memcpy(out + o, "\\u00", 4);
-			out[o + 4] = hex[c >> 4];
-			out[o + 5] = hex[c & 15];
-			o += 6;
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') { /* most of any text */
+			out[o++] = c;
 			esc = false;
-		} else if (!take) {
+			i++;
+			continue;
+		}
+		take = utf8_next(s + i, n - i, &cp);
+		if (!take) {
 			memcpy(out + o, "\xef\xbf\xbd", 3);
 			o += 3;
 			esc = false;
 			take = 1;
+		} else if (in_str && text_hidden(cp)) { /* never raw inside a string */
+			o = put_u_escape(out + o, cp) - out;
+			esc = false;
 		} else {
 			memcpy(out + o, s + i, take);
 			o += take;
 			if (in_str && esc)
 				esc = false;
-			else if (in_str && c == '\\')
+			else if (in_str && cp == '\\')
 				esc = true;
-			else if (c == '"')
+			else if (cp == '"')
 				in_str = !in_str;
 		}
 		i += take;
@@ -96,40 +60,42 @@ size_t json_clean(char *out, const char *s, size_t n)
 
 size_t json_escape(char *out, size_t len, const char *s, size_t max)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)s;
 	size_t o = 0, i = 0;
 
 	if (!len)
 		return 0;
-	while (i < max && p[i]) {
-		unsigned c = p[i];
+	while (i < max && s[i]) {
+		unsigned char c = s[i];
 		char esc[8];
-		size_t n = 0, take = 1;
+		size_t n = 0, take;
+		uint32_t cp;
 
-		if (c == '"' || c == '\\') {
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') { /* most of any text */
+			if (o + 1 >= len)
+				break;
+			out[o++] = c;
+			i++;
+			continue;
+		}
+		if (c < 0x80)
+			take = 1, cp = c;
+		else /* a character is at most 4 bytes: never look further for the NUL */
+			take = utf8_next(s + i, strnlen(s + i, max - i < 4 ? max - i : 4), &cp);
+		if (!take) {
+			memcpy(esc, "\xef\xbf\xbd", 3); /* U+FFFD */
+			n = 3;
+			take = 1;
+		} else if (cp == '"' || cp == '\\') {
 			esc[n++] = '\\';
-			esc[n++] = c;
-		} else if (c == '\n' || c == '\t' || c == '\r') {
+			esc[n++] = cp;
+		} else if (cp == '\n' || cp == '\t' || cp == '\r') {
 			esc[n++] = '\\';
-			esc[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
-		} else if (c < 0x20 || c == 0x7f) {
-			memcpy(esc, "\\u00", 4);
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			n = 6;
-		} else if (c < 0x80) {
-			esc[n++] = c;
+			esc[n++] = cp == '\n' ? 'n' : cp == '\t' ? 't' : 'r';
+		} else if (text_hidden(cp)) {
+			n = put_u_escape(esc, cp) - esc;
 		} else {
-			take = utf8_len(p + i, strnlen(s + i, max - i));
-			if (take) {
-				memcpy(esc, p + i, take);
-				n = take;
-			} else {
-				memcpy(esc, "\xef\xbf\xbd", 3); /* U+FFFD */
-				n = 3;
-				take = 1;
-			}
+			memcpy(esc, s + i, take);
+			n = take;
 		}
 		if (o + n >= len)
 			break;

@@ -2,6 +2,7 @@
 /* JSON values inside one event, in memory: their length, unescaping strings, looking up a key,
  * numbers of microseconds as exact nanoseconds. */
 #include "trace/json_value.h"
+#include "util/util.h"
 #include "trace/json_text.h"
 
 #include <ctype.h>
@@ -57,7 +58,8 @@ static const char *valid_string(const char *p, const char *end)
 				return NULL;
 			p += 2;
 		} else {
-			size_t n = utf8_len((const unsigned char *)p, end - p);
+			uint32_t cp;
+			size_t n = utf8_next(p, end - p, &cp);
 
 			if (!n)
 				return NULL;

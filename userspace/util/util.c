@@ -15,11 +15,20 @@ enum verbosity verbosity = VERB_NORMAL;
 int cmdline_argc;
 char **cmdline_argv;
 
-static void vsay(const char *prefix, const char *fmt, va_list ap)
+/* One line on stderr under the text rule: a name in a message (a symbol, a comm, a path)
+ * never reaches the terminal raw. */
+static void vsay(const char *prefix, const char *fmt, va_list ap, const char *suffix)
 {
-	fprintf(stderr, "tracer: %s", prefix);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char *msg, *safe;
+
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		fputs("tracer: out of memory\n", stderr);
+		return;
+	}
+	safe = text_safe_dup(msg);
+	fprintf(stderr, "tracer: %s%s%s\n", prefix, safe, suffix);
+	free(safe);
+	free(msg);
 }
 
 void pr_err(const char *fmt, ...)
@@ -27,7 +36,7 @@ void pr_err(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsay("", fmt, ap);
+	vsay("", fmt, ap, "");
 	va_end(ap);
 }
 
@@ -36,7 +45,7 @@ void pr_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsay("warning: ", fmt, ap);
+	vsay("warning: ", fmt, ap, "");
 	va_end(ap);
 }
 
@@ -47,7 +56,7 @@ void pr_info(const char *fmt, ...)
 	if (verbosity < VERB_NORMAL)
 		return;
 	va_start(ap, fmt);
-	vsay("", fmt, ap);
+	vsay("", fmt, ap, "");
 	va_end(ap);
 }
 
@@ -58,7 +67,7 @@ void pr_debug(const char *fmt, ...)
 	if (verbosity < VERB_DEBUG)
 		return;
 	va_start(ap, fmt);
-	vsay("", fmt, ap);
+	vsay("", fmt, ap, "");
 	va_end(ap);
 }
 
@@ -163,13 +172,13 @@ int parse_pid(const char *s, int *pid)
 
 int usage_error(const char *cmd, const char *fmt, ...)
 {
+	char see[64];
 	va_list ap;
 
-	fputs("tracer: ", stderr);
+	snprintf(see, sizeof(see), " (see tracer %s%s--help)", cmd ? cmd : "", cmd ? " " : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay("", fmt, ap, see);
 	va_end(ap);
-	fprintf(stderr, " (see tracer %s%s--help)\n", cmd ? cmd : "", cmd ? " " : "");
 	return 2;
 }
 
@@ -204,57 +213,141 @@ const char *fmt_duration(uint64_t ns, char *buf, size_t len)
 	return buf;
 }
 
-const char *printable(const char *s, char *buf, size_t len)
+#define FFFD "\xef\xbf\xbd"
+
+size_t utf8_next(const char *s, size_t n, uint32_t *cp)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t o = 0;
+	unsigned c = p[0], min;
+	size_t len;
 
-	while (*p && o + 5 < len) {
-		unsigned int c = *p, n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 :
-						       c >= 0xe0 && c <= 0xef ? 3 :
-						       c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-		unsigned int k;
-
-		for (k = 1; k < n && (p[k] & 0xc0) == 0x80; k++)
-			;
-		/* C0, DEL, C1 (U+0080-U+009F, encoded c2 80..c2 9f), invalid: '?' */
-		if (!n || k < n || c < 0x20 || c == 0x7f || (c == 0xc2 && p[1] < 0xa0) ||
-		    (n == 3 && c == 0xe0 && p[1] < 0xa0) || (n == 4 && c == 0xf0 && p[1] < 0x90) ||
-		    (n == 4 && c == 0xf4 && p[1] > 0x8f) || (n == 3 && c == 0xed && p[1] > 0x9f)) {
-			buf[o++] = '?';
-			p++;
-			continue;
-		}
-		memcpy(buf + o, p, n);
-		o += n;
-		p += n;
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
 	}
-	buf[o] = 0;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	*cp = c & (0x3f >> (len - 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		*cp = *cp << 6 | (p[i] & 0x3f);
+	}
+	if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+bool text_hidden(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x61c || cp == 0x200e ||
+	       cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* The character at s[*i] as it is shown: its own bytes, or U+FFFD's. Advances *i past it. */
+static const char *shown(const char *s, size_t n, size_t *i, size_t *len)
+{
+	uint32_t cp;
+	size_t take = utf8_next(s + *i, n - *i, &cp);
+	const char *at = s + *i;
+
+	*i += take ? take : 1;
+	if (!take || text_hidden(cp)) {
+		*len = 3;
+		return FFFD;
+	}
+	*len = take;
+	return at;
+}
+
+size_t text_safe(char *out, size_t len, const char *s, size_t n)
+{
+	size_t o = 0, i = 0;
+
+	if (!len)
+		return 0;
+	while (i < n) {
+		size_t wn;
+		const char *w = shown(s, n, &i, &wn);
+
+		if (o + wn >= len)
+			break;
+		memcpy(out + o, w, wn);
+		o += wn;
+	}
+	out[o] = 0;
+	return o;
+}
+
+char *text_safe_dup(const char *s)
+{
+	size_t n = strlen(s);
+	char *out = xcalloc(3 * n + 1, 1);
+
+	text_safe(out, 3 * n + 1, s, n);
+	return out;
+}
+
+const char *printable(const char *s, char *buf, size_t len)
+{
+	text_safe(buf, len, s, strlen(s));
 	return buf;
+}
+
+size_t csv_cell(char *out, const char *s, size_t n)
+{
+	size_t o = 0, i = 0;
+
+	out[o++] = '"';
+	if (n && memchr("=+-@", s[0], 4)) /* a formula: text instead */
+		out[o++] = '\'';
+	while (i < n) {
+		size_t wn;
+		const char *w = shown(s, n, &i, &wn);
+
+		if (*w == '"')
+			out[o++] = '"';
+		memcpy(out + o, w, wn);
+		o += wn;
+	}
+	out[o++] = '"';
+	out[o] = 0;
+	return o;
 }
 
 int edit_distance(const char *a, const char *b, int cap)
 {
 	size_t la = strlen(a), lb = strlen(b);
-	int row[256], best;
+	int rows[3][256], best;
 
-	if (lb >= sizeof(row) / sizeof(row[0]) || la >= 256)
+	if (lb >= sizeof(rows[0]) / sizeof(rows[0][0]) || la >= 256)
 		return cap;
 	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
+		rows[0][j] = j;
 	for (size_t i = 1; i <= la; i++) {
-		int diag = row[0];
+		/* rows of a's first i - 2, i - 1 and i characters */
+		int *two = rows[(i + 1) % 3], *up = rows[(i + 2) % 3], *row = rows[i % 3];
 
-		row[0] = i;
-		best = row[0];
+		row[0] = best = i;
 		for (size_t j = 1; j <= lb; j++) {
-			int up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+			int v = up[j - 1] + (a[i - 1] != b[j - 1]);
 
-			if (up + 1 < v)
-				v = up + 1;
+			if (up[j] + 1 < v)
+				v = up[j] + 1;
 			if (row[j - 1] + 1 < v)
 				v = row[j - 1] + 1;
-			diag = up;
+			/* two neighbours swapped: one typo */
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    two[j - 2] + 1 < v)
+				v = two[j - 2] + 1;
 			row[j] = v;
 			if (v < best)
 				best = v;
@@ -262,7 +355,7 @@ int edit_distance(const char *a, const char *b, int cap)
 		if (best >= cap)
 			return cap;
 	}
-	return row[lb] < cap ? row[lb] : cap;
+	return rows[la % 3][lb] < cap ? rows[la % 3][lb] : cap;
 }
 
 int invoking_user(uid_t *uid, gid_t *gid)
@@ -307,7 +400,9 @@ void near_names__init(struct near_names *nr, const char *glob)
 
 void near_names__offer(struct near_names *nr, const char *name)
 {
-	int cap = strlen(nr->want) / 3 + 2, d;
+	/* near: at most a third of the characters changed (one in a short name); more, and
+	 * "usdt" would suggest "ustat" */
+	int most = strlen(nr->want) / 3, cap = (most > 1 ? most : 1) + 1, d;
 
 	if (!nr->want[0])
 		return;

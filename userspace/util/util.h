@@ -50,12 +50,45 @@ static inline const char *plural_s(uint64_t n)
 /* Formats a duration with a unit that keeps 3-4 significant digits: "12.3ms". */
 const char *fmt_duration(uint64_t ns, char *buf, size_t len);
 
-/* s as safe to print on a terminal: valid UTF-8 kept, control characters (C0, DEL, C1) and
- * invalid bytes replaced by '?'. Returns buf. */
+/* The text rule, one for everything tracer shows or writes. A name from the target, a symbol,
+ * a pack, a file reaches a terminal, a message, a CSV cell, an HTML page or a JSON string only
+ * as characters that show as themselves. Hidden characters: C0 controls and DEL (ESC, BEL, CR,
+ * NUL...), C1 controls (U+0080-U+009F; U+009B is a CSI) and the bidirectional controls that
+ * reorder what follows (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069). Text shows each
+ * of them, and each byte that is not UTF-8, as U+FFFD; JSON escapes them as \uXXXX
+ * (trace/json_text.h), which keeps the value. */
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes, n > 0) with its code point in *cp,
+ * or 0 (overlong, surrogate, cut or stray bytes). */
+size_t utf8_next(const char *s, size_t n, uint32_t *cp);
+
+/* Whether the code point is one the rule hides. */
+bool text_hidden(uint32_t cp);
+
+/* Copies n bytes of s as text safe for a terminal, a CSV cell and a C string: each hidden
+ * character and each byte that is not UTF-8 becomes U+FFFD, so a name never moves the cursor,
+ * retitles a window or turns the line around. Writes at most len-1 bytes plus NUL (3 * n + 1
+ * always fits), never a part of a character, and returns the length written. */
+size_t text_safe(char *out, size_t len, const char *s, size_t n);
+
+/* text_safe() of the string s into a new string (free it). */
+char *text_safe_dup(const char *s);
+
+/* text_safe() of the string s into buf (len bytes); returns buf. */
 const char *printable(const char *s, char *buf, size_t len);
 
+/* Bytes out needs for csv_cell() of n bytes. */
+#define CSV_CELL_MAX(n) (3 * (n) + 4)
+
+/* n bytes of s as one quoted CSV cell under text_safe's rule. A cell that would start with
+ * '=', '+', '-' or '@' gets a leading single quote, so that a spreadsheet shows it as text
+ * instead of running it as a formula (OWASP's CSV injection advice). out holds
+ * CSV_CELL_MAX(n) bytes; returns the length written (plus a NUL). */
+size_t csv_cell(char *out, const char *s, size_t n);
+
 /* "Did you mean": the three names nearest to the literal part of a glob (its characters other
- * than *?[]), kept as copies. */
+ * than *?[]), kept as copies; a name is near when at most a third of its characters differ
+ * (one, in a name shorter than 6). */
 struct near_names {
 	char want[256];
 	char *name[3];
@@ -68,7 +101,8 @@ void near_names__offer(struct near_names *nr, const char *name);
 size_t near_names__format(const struct near_names *nr, char *buf, size_t len);
 void near_names__free(struct near_names *nr);
 
-/* Levenshtein distance, capped at cap (returns cap when larger). */
+/* Edit distance (insertions, deletions, substitutions, swaps of two neighbours: the optimal
+ * string alignment distance), capped at cap (returns cap when larger). */
 int edit_distance(const char *a, const char *b, int cap);
 
 /* The user who ran tracer: SUDO_UID/SUDO_GID under sudo, else the real ids. -EINVAL when they
