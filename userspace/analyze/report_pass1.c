@@ -45,6 +45,7 @@ static void group_add(struct report_group *g, uint64_t dur, uint64_t self)
 void group_free(struct report_group *g)
 {
 	if (g) {
+		sketch__free(&g->sketch);
 		free(g->key);
 		free(g);
 	}

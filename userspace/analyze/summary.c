@@ -314,6 +314,7 @@ void summary__free(struct summary *s)
 {
 	HASH_CLEAR(hh, s->by_name); /* the table only: the stats are freed below */
 	for (size_t i = 0; i < s->nnames; i++) {
+		sketch__free(&s->names[i]->sketch);
 		free(s->names[i]->name);
 		free(s->names[i]);
 	}
