@@ -1,0 +1,82 @@
+"""Offline commands in bounded memory, disk and time whatever their input holds: a report over
+hundreds of thousands of span names or threads, a repair of a file with a line of a gigabyte, a
+report reading a pipe that never ends. The inputs are generated here, at run time.
+"""
+import json
+import os
+import re
+import subprocess
+
+import lib
+
+
+def measured(tmp, *args, stdin=None, timeout=60):
+    """Runs tracer under GNU time; returns (returncode, stdout, stderr, peak RSS in MB). GNU time
+    measures its own child: a child of this Python process would count Python's pages too."""
+    rss_file = os.path.join(tmp, "rss")
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file, lib.TRACER] +
+                       [str(a) for a in args], stdin=stdin, capture_output=True, text=True,
+                       timeout=timeout)
+    with open(rss_file) as f:
+        rss_kb = int(f.read().split()[-1])
+    return p.returncode, p.stdout, p.stderr, rss_kb / 1024
+
+
+def write_trace(path, lines):
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n')
+        for line in lines:
+            f.write(line + ",\n")
+        f.write('{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"main"}}\n]}\n')
+
+
+@lib.offline
+def test_report_many_names(tmp):
+    """200,000 distinct span names (each sketch held its 2,304 buckets: 3.7 GB) in well under
+    300 MB, every name's statistics still there."""
+    n = 200000
+    path = os.path.join(tmp, "names.json")
+    write_trace(path, ('{"ph":"X","name":"name-%d","cat":"app","ts":%d,"dur":%d,"pid":1,'
+                       '"tid":1}' % (i, i * 10, 1 + i % 7) for i in range(n)))
+    rc, out, err, rss = measured(tmp, "report", path, "--json")
+    assert rc == 0, err
+    groups = {g["group"]: g for g in json.loads(out)["groups"]}
+    assert len(groups) == n
+    for i in (0, 6, 99999, n - 1):
+        g = groups["name-%d" % i]
+        assert g["count"] == 1 and g["min_ns"] == g["max_ns"] == g["p50_ns"] == (1 + i % 7) * 1000
+    assert rss < 300, f"peak RSS {rss:.0f} MB for {n} names"
+
+
+@lib.offline
+def test_report_many_threads(tmp):
+    """50,000 threads, each a process of its own and so a stage of its own (the stages were
+    named and grouped comparing every thread with every other: 106 s): the table shows the
+    busiest stages and says how many more there are; --json lists every one."""
+    n = 50000
+    path = os.path.join(tmp, "threads.json")
+
+    def lines():
+        for i in range(n):
+            pid = 100 + i
+            yield ('{"ph":"M","name":"thread_name","pid":%d,"tid":%d,"args":{"name":"worker-%d"}}'
+                   % (pid, pid, i))
+            # busy 1..99% of its time: from its first span to its last
+            yield '{"ph":"X","name":"w","cat":"app","ts":0,"dur":%d,"pid":%d,"tid":%d}' % (
+                1 + i % 99, pid, pid)
+            yield '{"ph":"X","name":"w","cat":"app","ts":99,"dur":1,"pid":%d,"tid":%d}' % (pid, pid)
+    write_trace(path, lines())
+    rc, out, err, _ = measured(tmp, "report", path, timeout=30)
+    assert rc == 0, err
+    table = out[out.index("\nSTAGE "):]
+    rows = [l for l in table.splitlines()[1:] if l.startswith("worker[*] pid ")]
+    assert 10 <= len(rows) <= 100, table[:2000]
+    more = re.search(r"\.\.\. and (\d+) more stages of (\d+) threads", table)
+    assert more, table[:2000]
+    assert int(more.group(1)) + len(rows) == n + 1  # and main's
+    rc, out, err, _ = measured(tmp, "report", path, "--json", timeout=30)
+    assert rc == 0, err
+    stages = json.loads(out)["stages"]
+    assert sorted(s["stage"] for s in stages if s["stage"] != "main") == sorted(
+        "worker[*] pid %d" % (100 + i) for i in range(n))
+    assert all(s["threads"] == 1 for s in stages)
