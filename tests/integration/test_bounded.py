@@ -80,3 +80,23 @@ def test_report_many_threads(tmp):
     assert sorted(s["stage"] for s in stages if s["stage"] != "main") == sorted(
         "worker[*] pid %d" % (100 + i) for i in range(n))
     assert all(s["threads"] == 1 for s in stages)
+
+
+@lib.offline
+def test_report_pipe_spool_bounded(tmp):
+    """A pipe is copied to TMPDIR to be read twice: one that never ends stops at a bound (half
+    the free space, TRACER_SPOOL_MAX here) with one line saying so, and /dev/zero at once (it
+    spooled until the disk was full)."""
+    env = dict(os.environ, TRACER_SPOOL_MAX="64M", TMPDIR=tmp)
+    # whitespace: what a trace may start with, so only the bound stops it
+    p = subprocess.run("head -c 300M /dev/zero | tr '\\0' ' ' | %s report /dev/stdin" % lib.TRACER,
+                       shell=True, capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode != 0
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "more than 0.1 GB from a pipe" in lines[0] and \
+        "save it to a file" in lines[0], p.stderr
+    p = subprocess.run([lib.TRACER, "report", "/dev/zero"], capture_output=True, text=True,
+                       env=env, timeout=30)
+    assert p.returncode != 0
+    assert p.stderr.strip() == "tracer: /dev/zero: not a trace: it starts with neither JSON " \
+        "nor gzip; give a file that tracer or a Chrome trace writer wrote", p.stderr
