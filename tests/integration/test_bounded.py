@@ -100,3 +100,34 @@ def test_report_pipe_spool_bounded(tmp):
     assert p.returncode != 0
     assert p.stderr.strip() == "tracer: /dev/zero: not a trace: it starts with neither JSON " \
         "nor gzip; give a file that tracer or a Chrome trace writer wrote", p.stderr
+
+
+@lib.offline
+def test_repair_long_line_bounded(tmp):
+    """A cut trace with a line of 400 MB (repair read every line whole: a 1 GiB line took
+    1.06 GB): repaired in bounded memory, the long line left out and said, every complete
+    event line around it kept."""
+    path = os.path.join(tmp, "cut.json")
+    event = '{"ph":"X","name":"e%d","cat":"app","ts":%d.000,"dur":1.000,"pid":1,"tid":1},\n'
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n')
+        for i in range(3):
+            f.write(event % (i, i))
+        f.write('{"ph":"i","name":"long","ts":5.000,"pid":1,"tid":1,"args":{"s":"')
+        chunk = "x" * (1 << 20)
+        for _ in range(400):
+            f.write(chunk)
+        f.write('"}},\n')
+        for i in range(3, 6):
+            f.write(event % (i, i))
+        f.write('{"ph":"X","name":"cut')
+    rc, _, err, rss = measured(tmp, "repair", path)
+    assert rc == 0, err
+    assert "1 line longer than 64 MB left out" in err, err
+    os.unlink(path + ".cut")
+    with open(path) as f:
+        repaired = json.load(f)
+    names = [e["name"] for e in repaired["traceEvents"]]
+    assert names == ["e%d" % i for i in range(6)] + ["recording stopped"], names
+    assert repaired["metadata"]["events_kept"] == 6
+    assert rss < 150, f"peak RSS {rss:.0f} MB"

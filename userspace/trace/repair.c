@@ -2,7 +2,8 @@
 /* Repair: closes a trace that was cut short (tracer killed with SIGKILL, the machine lost
  * power). Every complete event line is kept and the end a recording writes is added, in a new
  * file that takes the trace's name; the file as it was stays beside it (FILE.cut). A complete
- * file is never touched. Memory is bounded: one line at a time, the check streams. A .gz trace
+ * file is never touched. Memory is bounded: one line at a time, of at most TR_MAX_VALUE (longer
+ * ones are left out, as the reader skips them), and the check streams. A .gz trace
  * (a gzip stream cut short) is read as far as it goes and repaired into a .gz again. */
 #include "trace/repair.h"
 #include "trace/json_text.h"
@@ -118,9 +119,48 @@ static char *started_args(const char *line, size_t len)
 	return strndup(args + 1, alen - 2);
 }
 
+#define LINE_TOO_LONG (-2)
+
+/* The next line of in, '\n' included, into *line (grown up to max bytes): its length, 0 at the
+ * end, -1 on an error, or LINE_TOO_LONG for a longer line, read to its end and not kept (a
+ * line of a gigabyte must not take a gigabyte). */
+static ssize_t read_line(FILE *in, char **line, size_t *cap, size_t max)
+{
+	size_t len = 0;
+	bool too_long = false;
+	int c;
+
+	while ((c = getc_unlocked(in)) != EOF) {
+		if (!too_long && len + 2 > *cap) {
+			size_t want = *cap ? 2 * *cap : 4096;
+
+			if (want > max + 2)
+				want = max + 2;
+			if (len + 2 > want) {
+				too_long = true;
+			} else {
+				*line = xrealloc(*line, want, 1);
+				*cap = want;
+			}
+		}
+		if (!too_long)
+			(*line)[len++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (ferror(in))
+		return -1;
+	if (too_long)
+		return LINE_TOO_LONG;
+	if (len)
+		(*line)[len] = '\0';
+	return len;
+}
+
 /* Copies the header and every complete event line of in to out, then the end a recording
- * writes. Returns the events kept, or -errno. */
-static int64_t write_repaired(FILE *in, FILE *out)
+ * writes. Lines longer than the trace reader keeps (TR_MAX_VALUE) are left out and counted in
+ * *too_long. Returns the events kept, or -errno. */
+static int64_t write_repaired(FILE *in, FILE *out, uint64_t *too_long)
 {
 	uint64_t events = 0, last_ns = 0;
 	char *line = NULL, *started = NULL, end[512];
@@ -128,9 +168,14 @@ static int64_t write_repaired(FILE *in, FILE *out)
 	ssize_t len;
 
 	fputs(header, out);
-	while ((len = getline(&line, &cap, in)) > 0) {
-		int64_t ns = event_line(line, len);
+	while ((len = read_line(in, &line, &cap, TR_MAX_VALUE)) != 0) {
+		int64_t ns;
 
+		if (len == LINE_TOO_LONG) {
+			++*too_long;
+			continue;
+		}
+		ns = len < 0 ? -1 : event_line(line, len);
 		if (ns < 0)
 			break;
 		if (!events)
@@ -164,6 +209,7 @@ int trace_repair(const char *path)
 	FILE *in = NULL, *out = NULL;
 	size_t cap = 0;
 	int64_t kept;
+	uint64_t too_long = 0;
 	ssize_t len;
 	int fd, ret = -EINVAL;
 	bool tracer_header;
@@ -176,7 +222,7 @@ int trace_repair(const char *path)
 		pr_err("cannot open %s: %s", path, strerror(errno));
 		return -errno;
 	}
-	len = getline(&line, &cap, in);
+	len = read_line(in, &line, &cap, strlen(header));
 	tracer_header = len == (ssize_t)strlen(header) && !strcmp(line, header);
 	free(line);
 	if (complete_trace(path)) { /* whoever wrote it: never cut a complete file */
@@ -206,7 +252,7 @@ int trace_repair(const char *path)
 		unlink(tmp);
 		goto out;
 	}
-	kept = write_repaired(in, out);
+	kept = write_repaired(in, out, &too_long);
 	if (kept >= 0 && fclose(out))
 		kept = -errno;
 	out = NULL;
@@ -221,6 +267,9 @@ int trace_repair(const char *path)
 	}
 	pr_info("repaired %s: kept %lld event%s; the file as it was is %s", path, (long long)kept,
 		plural_s(kept), cut);
+	if (too_long)
+		pr_warn("%s: %llu line%s longer than %u MB left out (no reader keeps them)", path,
+			(unsigned long long)too_long, plural_s(too_long), TR_MAX_VALUE >> 20);
 	ret = 0;
 out:
 	if (out)
