@@ -131,3 +131,30 @@ def test_repair_long_line_bounded(tmp):
     assert names == ["e%d" % i for i in range(6)] + ["recording stopped"], names
     assert repaired["metadata"]["events_kept"] == 6
     assert rss < 150, f"peak RSS {rss:.0f} MB"
+
+
+def table_rows(text, header):
+    """The rows of the summary's table under the line starting with header, up to a blank line."""
+    block = text[text.index("\n" + header) + 1:].split("\n\n")[0]
+    return block.splitlines()[1:]
+
+
+def test_summary_rows_bounded(tmp):
+    """--follow over 60 short-lived processes, each its own stage ("spawner pid N"): the
+    recording summary shows the 40 busiest stages and the 40 processes with the most spans,
+    and one line each says how many more there are (a churn of 1,400 threads a second printed
+    27,383 stage rows)."""
+    out = os.path.join(tmp, "f.json")
+    loop = "for i in $(seq 60); do %s work 3; done" % lib.target("spawner")
+    p = subprocess.run([lib.TRACER, "--follow", "-u", "other:spawner:work", "-o", out, "--",
+                        "sh", "-c", loop], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    with open(out) as f:
+        pids = {e["pid"] for e in json.load(f)["traceEvents"]
+                if e.get("ph") == "X" and e.get("name") == "work"}
+    assert len(pids) == 60
+    for header, what in (("PROCESS ", "processes"), ("STAGE ", "stages")):
+        rows = table_rows(p.stderr, header)
+        more = re.match(r"\.\.\. and (\d+) more %s of (\d+) threads" % what, rows[-1])
+        assert more and len(rows) == 41, rows[-3:]
+        assert int(more.group(1)) + 40 >= 60, rows[-1]
