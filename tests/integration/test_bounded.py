@@ -158,3 +158,25 @@ def test_summary_rows_bounded(tmp):
         more = re.match(r"\.\.\. and (\d+) more %s of (\d+) threads" % what, rows[-1])
         assert more and len(rows) == 41, rows[-3:]
         assert int(more.group(1)) + 40 >= 60, rows[-1]
+
+
+@lib.offline
+def test_report_folds_names_past_the_bound(tmp):
+    """Past REPORT_MAX_GROUPS distinct names (a million; 1,000 here) the spans of new names are
+    counted in one row, "(other names)", and the output says how many were."""
+    n, bound = 5000, 1000
+    path = os.path.join(tmp, "names.json")
+    write_trace(path, ('{"ph":"X","name":"name-%d","cat":"app","ts":%d,"dur":%d,"pid":1,'
+                       '"tid":1}' % (i, i * 10, 1 + i % 7) for i in range(n)))
+    env = {"TRACER_REPORT_MAX_GROUPS": str(bound)}
+    r = json.loads(subprocess.run([lib.TRACER, "report", path, "--json"], capture_output=True,
+                                  text=True, env=dict(os.environ, **env), check=True).stdout)
+    groups = {g["group"]: g for g in r["groups"]}
+    assert len(groups) == bound + 1 and r["folded_spans"] == n - bound
+    assert all("name-%d" % i in groups for i in range(bound))
+    other = groups["(other names)"]
+    assert other["count"] == n - bound and other["min_ns"] == 1000 and other["max_ns"] == 7000
+    text = subprocess.run([lib.TRACER, "report", path], capture_output=True, text=True,
+                          env=dict(os.environ, **env), check=True).stdout
+    assert '(%d spans of names past the first %d are counted in "(other names)")' % (
+        n - bound, bound) in text, text
