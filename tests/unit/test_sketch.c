@@ -221,7 +221,8 @@ static bool same_buckets(const struct sketch *x, const struct sketch *y)
 {
 	for (int i = 0; i < SKETCH_BUCKETS; i++) {
 		bool in_x = i >= x->lo && i < x->lo + x->nb, in_y = i >= y->lo && i < y->lo + y->nb;
-		uint64_t cx = in_x ? x->buckets[i - x->lo] : 0, cy = in_y ? y->buckets[i - y->lo] : 0;
+		uint64_t cx = in_x ? x->buckets[i - x->lo] : 0;
+		uint64_t cy = in_y ? y->buckets[i - y->lo] : 0;
 
 		if (cx != cy)
 			return false;
@@ -276,7 +277,8 @@ static void test_merge(void)
  * keeps every count. */
 static void test_holds_its_range(void)
 {
-	struct sketch *s = malloc(sizeof(*s)), *wide = malloc(sizeof(*s)), *all = malloc(sizeof(*s));
+	struct sketch *s = malloc(sizeof(*s)), *wide = malloc(sizeof(*s));
+	struct sketch *all = malloc(sizeof(*s));
 	uint64_t v[64];
 	size_t n = 0;
 

@@ -706,8 +706,8 @@ static bool resolve_functions(const struct probe_spec *spec, struct target *targ
 			continue;
 		}
 		if (syms->is_go && !(*warned_go)++)
-			pr_warn("%s is a Go program: its probes are entry-only (return probes crash "
-				"Go's moving stacks); calls show as instants",
+			pr_warn("%s is a Go program: its probes are entry-only (return probes "
+				"crash Go's moving stacks); calls show as instants",
 				o->base);
 		eo = (flags & RESOLVE_ENTRY_ONLY) || spec->entry_only || syms->is_go ||
 		     switches_stacks(cache, target, warned_switch);

@@ -69,8 +69,8 @@ static int copy_all(int from, int to, uint64_t max)
 	return 0;
 }
 
-/* A pipe that never ends (/dev/zero, a generator) must not fill the disk: the copy takes at
- * most half the space free when it starts, at most SPOOL_MAX (TRACER_SPOOL_MAX, "64M", lowers it for tests). */
+/* A pipe that never ends (a generator) must not fill the disk: the copy takes at most half the
+ * space free when it starts, and SPOOL_MAX (TRACER_SPOOL_MAX, "64M", lowers it for tests). */
 static uint64_t spool_max(int tmp)
 {
 	struct statvfs fs;

@@ -81,17 +81,17 @@ int trace_reader__open(struct trace_reader **rp, const char *path, unsigned want
 	if (fd == -EFBIG) {
 		if (msg)
 			snprintf(msg, msglen,
-				 "%s: more than %.1f GB from a pipe, which is copied to TMPDIR to be "
-				 "read twice (at most half its free space, 16 GB): save it to a file "
-				 "first",
+				 "%s: more than %.1f GB from a pipe, which is copied to TMPDIR to "
+				 "be read twice (at most half its free space, 16 GB): save it to a "
+				 "file first",
 				 path, trace_input__spool_max() / 1e9);
 		return fd;
 	}
 	if (fd == -ENOEXEC) {
 		if (msg)
 			snprintf(msg, msglen,
-				 "%s: not a trace: it starts with neither JSON nor gzip; give a file "
-				 "that tracer or a Chrome trace writer wrote",
+				 "%s: not a trace: it starts with neither JSON nor gzip; give a "
+				 "file that tracer or a Chrome trace writer wrote",
 				 path);
 		return fd;
 	}
