@@ -123,6 +123,8 @@ def test_repair_long_line_bounded(tmp):
         f.write('{"ph":"X","name":"cut')
     rc, _, err, rss = measured(tmp, "repair", path)
     assert rc == 0, err
+    # 73 MB; 232 MB under ASan (its shadow, and its quarantine of the buffers outgrown)
+    assert rss < 300, f"peak RSS {rss:.0f} MB"
     assert "1 line longer than 64 MB left out" in err, err
     os.unlink(path + ".cut")
     with open(path) as f:
@@ -130,7 +132,6 @@ def test_repair_long_line_bounded(tmp):
     names = [e["name"] for e in repaired["traceEvents"]]
     assert names == ["e%d" % i for i in range(6)] + ["recording stopped"], names
     assert repaired["metadata"]["events_kept"] == 6
-    assert rss < 150, f"peak RSS {rss:.0f} MB"
 
 
 def table_rows(text, header):
