@@ -579,6 +579,13 @@ def bench_attach():
         ff.wait()
 
 
+def bench_big_pack():
+    """4b. a pack of 10,000 probes on 70,000 functions (bench/big_pack.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import big_pack
+    big_pack.run(sys.modules[__name__])
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. memory
 
@@ -648,7 +655,7 @@ def main():
     ap.add_argument("--output", default=os.path.join(ROOT, ".output"))
     ap.add_argument("--quick", action="store_true", help="shorter runs (noisier)")
     ap.add_argument("--results", default=None, help="write the table here (markdown)")
-    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,1c,1d,2,3,4,5,6,7,8")
+    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,1c,1d,2,3,4,4b,5,6,7,8")
     ap.add_argument("--compare-tracer", default=None,
                     help="another tracer binary to add to row 1 (e.g. a build without a change)")
     a = ap.parse_args()
@@ -676,7 +683,8 @@ def main():
     TMP = tempfile.mkdtemp(prefix="tracer-bench-", dir="/var/tmp")
     steps = [("1", bench_cost), ("1b", bench_insn_classes), ("1c", bench_sites),
              ("1d", bench_budget), ("2", bench_sustained),
-             ("3", bench_writer), ("4", bench_attach), ("5", bench_memory), ("6", bench_ffmpeg),
+             ("3", bench_writer), ("4", bench_attach), ("4b", bench_big_pack),
+             ("5", bench_memory), ("6", bench_ffmpeg),
              ("7", bench_python), ("8", bench_frameworks)]
     try:
         for key, fn in steps:

@@ -16,7 +16,8 @@ UNIT_FIXTURES := \
 	$(UNIT_FIXTURES_OUT)/fix_exe_pie \
 	$(UNIT_FIXTURES_OUT)/fix_exe_nopie \
 	$(UNIT_FIXTURES_OUT)/fix_go_note \
-	$(UNIT_FIXTURES_OUT)/fix_go_buildinfo
+	$(UNIT_FIXTURES_OUT)/fix_go_buildinfo \
+	$(UNIT_FIXTURES_OUT)/fix_many
 
 UNIT_FIXTURES_LIB_SRC := $(addprefix $(UNIT_FIXTURES_SRC)/,libfix.c libfix.map magic.h)
 
@@ -60,3 +61,11 @@ $(UNIT_FIXTURES_OUT)/fix_go_buildinfo: $(UNIT_FIXTURES_SRC)/fix_go.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(UNIT_FIXTURES_CFLAGS) -DFIX_GO_BUILDINFO -o $@ $<
+
+# 20,000 functions, generated as assembly (a C compiler takes minutes): tests/unit/test_resolve.c.
+$(UNIT_FIXTURES_OUT)/fix_many: $(UNIT_FIXTURES_SRC)/gen_funcs.py
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)python3 $< 20000 > $@.s
+	$(Q)$(CC) -o $@ $@.s
+	$(Q)rm -f $@.s

@@ -441,6 +441,38 @@ static void test_object_matches(void)
 	CHECK(!probe_spec__object_matches("python3", "python3.11"));
 }
 
+/* A pack of 10,000 probes, one a line with a nested one among them: each spec says its line
+ * (found in one scan of the text; one scan per probe took minutes). */
+static void test_big_pack_lines(void)
+{
+	enum { N = 10000 };
+	size_t cap = 64 * N + 256, len;
+	char *text = malloc(cap), err[512] = "";
+	struct probe_specs specs = { 0 };
+	struct probe_pack pack;
+
+	len = snprintf(text, cap, "{\"name\": \"big\", \"probes\": [\n");
+	for (int i = 0; i < N; i++)
+		len += snprintf(text + len, cap - len,
+				i == 5 ? "{\"function\": \"f_%d\", \"args\":\n{\"n\": \"arg0\"},\n"
+					 "\"category\": \"other\"}%s\n" :
+					 "{\"function\": \"f_%d\", \"category\": \"other\"}%s\n",
+				i, i + 1 < N ? "," : "");
+	snprintf(text + len, cap - len, "]}\n");
+	CHECK(probe_pack__parse(text, "big.json", &pack, &specs, err, sizeof(err)) == 0);
+	CHECK_STR(err, "");
+	CHECK(specs.cnt == N);
+	if (specs.cnt == N) {
+		CHECK_STR(specs.v[0].origin, "big.json:2");
+		CHECK_STR(specs.v[5].origin, "big.json:7");
+		CHECK_STR(specs.v[6].origin, "big.json:10"); /* past the probe of three lines */
+		CHECK_STR(specs.v[N - 1].origin, "big.json:10003");
+	}
+	probe_pack__free(&pack);
+	probe_specs__free(&specs);
+	free(text);
+}
+
 int main(int argc, char **argv)
 {
 	RUN(test_category_names);
@@ -460,6 +492,7 @@ int main(int argc, char **argv)
 	RUN(test_pack_load_missing_file);
 	RUN(test_real_packs);
 	RUN(test_pipeline_pack_lines);
+	RUN(test_big_pack_lines);
 	RUN(test_object_matches);
 	UNIT_EXIT();
 }

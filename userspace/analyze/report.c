@@ -141,6 +141,13 @@ int report__run(struct report *r, const struct report_opts *o, char *err, size_t
 			c->keep = k;
 	}
 	c->heap = xcalloc(c->keep, sizeof(*c->heap));
+	r->max_groups = REPORT_MAX_GROUPS;
+	if (getenv("TRACER_REPORT_MAX_GROUPS")) { /* tests: fold without a million names */
+		long k;
+
+		if (!parse_long(getenv("TRACER_REPORT_MAX_GROUPS"), 1, REPORT_MAX_GROUPS, &k))
+			r->max_groups = k;
+	}
 	c->min_ts = INT64_MAX;
 	c->max_end = INT64_MIN;
 	ret = pass1(c, err, errlen);

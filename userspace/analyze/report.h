@@ -25,6 +25,10 @@
 #include <stdio.h>
 
 enum report_by { BY_NAME, BY_CATEGORY, BY_THREAD, BY_STAGE };
+
+/* Span names (or categories) kept apart at most; a small sketch each (sketch.h): some 300 MB. */
+#define REPORT_MAX_GROUPS 1000000
+#define REPORT_OTHER "(other names)"
 enum report_format { FMT_TABLE, FMT_CSV, FMT_JSON };
 
 struct report_opts {
@@ -57,6 +61,10 @@ struct report {
 	int cpus;		  /* CPUs seen in the scheduler lines, 0 if none */
 	bool has_sched, truncated;
 	uint64_t approx; /* spans whose scheduler history was gone (far out-of-order files) */
+	/* --by name or category: past max_groups distinct keys, the spans of new ones are
+	 * counted in one group, REPORT_OTHER (folded of them) */
+	uint64_t folded;
+	size_t max_groups;
 	void *priv;
 };
 

@@ -235,14 +235,6 @@ static void write_stages(FILE *f, const struct report *r)
 	fputs("</table>\n", f);
 }
 
-/* The value a sketch bucket stands for (sketch.c: bucket i holds (gamma^(i-1), gamma^i]). */
-static double bucket_value(int i)
-{
-	const double gamma_ = (1 + SKETCH_REL_ERR) / (1 - SKETCH_REL_ERR);
-
-	return 2 * pow(gamma_, i) / (gamma_ + 1);
-}
-
 static int bin_of(double ns)
 {
 	return (int)floor(log10(ns < 1 ? 1 : ns) * BINS_PER_DECADE);
@@ -282,12 +274,12 @@ static void write_histogram(FILE *f, const struct report_group *g, size_t idx)
 		lo = hi - MAX_BINS + 1;
 	nbins = hi - lo + 1;
 	counts[0] += s->zeros;
-	for (int i = 0; i < SKETCH_BUCKETS; i++) {
+	for (int i = 0; i < s->nb; i++) {
 		int k;
 
 		if (!s->buckets[i])
 			continue;
-		k = bin_of(bucket_value(i)) - lo;
+		k = bin_of(sketch__bucket_value(s->lo + i)) - lo;
 		k = k < 0 ? 0 : k >= nbins ? nbins - 1 : k;
 		counts[k] += s->buckets[i];
 	}

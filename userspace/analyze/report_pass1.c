@@ -34,6 +34,21 @@ struct report_group *group_get(struct ctx *c, const char *key, const char *cat)
 	return g;
 }
 
+/* A span's group by name or category: a new key past the bound goes to REPORT_OTHER, so that
+ * a file of millions of distinct names takes bounded memory. */
+static struct report_group *span_group(struct ctx *c, const char *key, const char *cat)
+{
+	struct report_group *g;
+
+	HASH_FIND_STR(c->groups, key, g);
+	if (g)
+		return g;
+	if (HASH_COUNT(c->groups) < c->r->max_groups)
+		return group_get(c, key, cat);
+	c->r->folded++;
+	return group_get(c, REPORT_OTHER, "");
+}
+
 static void group_add(struct report_group *g, uint64_t dur, uint64_t self)
 {
 	g->count++;
@@ -45,6 +60,7 @@ static void group_add(struct report_group *g, uint64_t dur, uint64_t self)
 void group_free(struct report_group *g)
 {
 	if (g) {
+		sketch__free(&g->sketch);
 		free(g->key);
 		free(g);
 	}
@@ -198,10 +214,10 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 		return;
 	switch (c->o->by) {
 	case BY_NAME:
-		g = group_get(c, ev->name, ev->cat);
+		g = span_group(c, ev->name, ev->cat);
 		break;
 	case BY_CATEGORY:
-		g = group_get(c, ev->cat[0] ? ev->cat : "(none)", "");
+		g = span_group(c, ev->cat[0] ? ev->cat : "(none)", "");
 		break;
 	case BY_THREAD:
 	case BY_STAGE:

@@ -105,6 +105,10 @@ static void print_table(FILE *f, const struct report *r, const struct report_opt
 	}
 	if ((size_t)nrows < r->ngroups)
 		fprintf(f, "(%zu more; --top 0 shows all)\n", r->ngroups - nrows);
+	if (r->folded)
+		fprintf(f, "(%" PRIu64 " span%s of %s past the first %zu are counted in \"%s\")\n",
+			r->folded, plural_s(r->folded),
+			o->by == BY_NAME ? "names" : "categories", r->max_groups, REPORT_OTHER);
 	if (!r->ngroups)
 		fprintf(f, "(no spans)\n");
 	if (r->has_sched)
@@ -149,11 +153,12 @@ static void print_json(FILE *f, const struct report *r, const struct report_opts
 	json_str(f, o->path);
 	fprintf(f, ",\"spans\":%" PRIu64 ",\"incomplete\":%" PRIu64 ",\"start_ns\":%" PRId64
 		   ",\"end_ns\":%" PRId64 ",\"cpus\":%d,\"scheduler_states\":%s,\"truncated\":%s,"
-		   "\"approximate_spans\":%" PRIu64 ",\"group_by\":\"%s\",\"relative_error\":%g,"
+		   "\"approximate_spans\":%" PRIu64 ",\"folded_spans\":%" PRIu64
+		   ",\"group_by\":\"%s\",\"relative_error\":%g,"
 		   "\"min_dur_ns\":%" PRIu64 ",\"groups\":[",
 		r->spans, r->incomplete, r->start_ns, r->end_ns, r->cpus,
 		r->has_sched ? "true" : "false", r->truncated ? "true" : "false", r->approx,
-		by_names[o->by], SKETCH_REL_ERR, o->min_dur_ns);
+		r->folded, by_names[o->by], SKETCH_REL_ERR, o->min_dur_ns);
 	for (long i = 0; i < nrows; i++) {
 		const struct report_group *g = r->groups[i];
 

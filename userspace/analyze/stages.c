@@ -143,52 +143,133 @@ static int main_work(const struct thread_time *t)
 	return best;
 }
 
-/* A thread's stage: its folded name, in its process; a saturated thread whose namesakes in the
- * process are not all saturated is a stage of its own ("ffmpeg tid 1234": one decoding thread
- * among four idle ones must not be averaged away). folded: every thread's folded name. */
-static void stage_key(const struct thread_time *t, size_t n, char (*folded)[48], size_t i,
-		      char *key, size_t len)
-{
-	bool alone = false, other_pid = false, other_work = false;
-	int work = main_work(&t[i]);
-	size_t o;
+/* What stage_key needs of one thread, computed once. */
+struct namesake {
+	const char *folded;
+	const struct thread_time *t;
+	size_t idx; /* in the caller's array */
+	int work;   /* main_work */
+	bool busy;  /* saturated */
+};
 
-	for (size_t k = 0; k < n; k++) {
-		if (k == i || strcmp(folded[i], folded[k]) || t[k].role) /* named by its role */
-			continue;
-		if (t[k].pid != t[i].pid)
-			other_pid = true;
-		else if (thread_busy(&t[i]) >= SATURATED && thread_busy(&t[k]) < SATURATED)
-			alone = true;
-		else if (work >= 0 && main_work(&t[k]) >= 0 && main_work(&t[k]) != work)
-			other_work = true;
-	}
-	if (t[i].role) /* a DataLoader worker's thread is MainThread, as the main one's */
-		o = snprintf(key, len, "%s pid %d", t[i].role, t[i].pid);
-	else if (alone)
-		o = snprintf(key, len, "%s tid %d", folded[i], t[i].tid);
-	else if (other_pid) /* python3 main process and its workers: apart */
-		o = snprintf(key, len, "%s pid %d", folded[i], t[i].pid);
-	else
-		o = snprintf(key, len, "%s", folded[i]);
-	/* namesakes that do different work (one decodes, one runs operators): apart */
-	if (other_work && !alone && !t[i].role && o < len)
-		snprintf(key + o, len - o, " (%s)", category__name(work));
+static int by_folded_pid(const void *a, const void *b)
+{
+	const struct namesake *x = a, *y = b;
+	int c = strcmp(x->folded, y->folded);
+
+	if (c)
+		return c;
+	return x->t->pid < y->t->pid ? -1 : x->t->pid > y->t->pid;
 }
 
+/* Namesakes (the same folded name, named by no role) of one process, or of all processes. */
+struct tally {
+	size_t n, idle;	       /* idle: not saturated */
+	size_t work[CAT_MAX]; /* by main_work, when they have one */
+	size_t worked;
+};
+
+static void tally__add(struct tally *c, const struct namesake *s, int sign)
+{
+	if (s->t->role)
+		return;
+	c->n += sign;
+	c->idle += sign * !s->busy;
+	if (s->work >= 0) {
+		c->work[s->work] += sign;
+		c->worked += sign;
+	}
+}
+
+/* A thread's stage: its folded name, in its process; a saturated thread whose namesakes in the
+ * process are not all saturated is a stage of its own ("ffmpeg tid 1234": one decoding thread
+ * among four idle ones must not be averaged away). s: the thread; name: its namesakes in every
+ * process, proc: in its process, both counting s itself. */
+static void stage_key(const struct namesake *s, struct tally name, struct tally proc, char *key,
+		      size_t len)
+{
+	const struct thread_time *t = s->t;
+	bool alone, other_pid, other_work;
+	size_t o;
+
+	tally__add(&name, s, -1);
+	tally__add(&proc, s, -1);
+	other_pid = name.n > proc.n;
+	alone = s->busy && proc.idle;
+	other_work = s->work >= 0 && proc.worked > proc.work[s->work];
+	if (t->role) /* a DataLoader worker's thread is MainThread, as the main one's */
+		o = snprintf(key, len, "%s pid %d", t->role, t->pid);
+	else if (alone)
+		o = snprintf(key, len, "%s tid %d", s->folded, t->tid);
+	else if (other_pid) /* python3 main process and its workers: apart */
+		o = snprintf(key, len, "%s pid %d", s->folded, t->pid);
+	else
+		o = snprintf(key, len, "%s", s->folded);
+	/* namesakes that do different work (one decodes, one runs operators): apart */
+	if (other_work && !alone && !t->role && o < len)
+		snprintf(key + o, len - o, " (%s)", category__name(s->work));
+}
+
+/* Sorted by folded name and pid, so that each thread's namesakes are its neighbours: n log n
+ * for tens of thousands of short-lived threads. */
 int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])
 {
 	char(*folded)[48] = calloc(n ? n : 1, sizeof(*folded));
+	struct namesake *v = calloc(n ? n : 1, sizeof(*v));
 
-	if (!folded)
+	if (!folded || !v) {
+		free(folded);
+		free(v);
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
+	}
+	for (size_t i = 0; i < n; i++) {
 		stage__fold(t[i].name && t[i].name[0] ? t[i].name : "(unnamed)", folded[i],
 			    sizeof(folded[i]));
-	for (size_t i = 0; i < n; i++)
-		stage_key(t, n, folded, i, names[i], STAGE_NAME_LEN);
+		v[i] = (struct namesake){ folded[i], &t[i], i, main_work(&t[i]),
+					  thread_busy(&t[i]) >= SATURATED };
+	}
+	qsort(v, n, sizeof(*v), by_folded_pid);
+	for (size_t a = 0, b; a < n; a = b) { /* [a, b): one folded name */
+		struct tally name = { 0 };
+
+		for (b = a; b < n && !strcmp(v[b].folded, v[a].folded); b++)
+			tally__add(&name, &v[b], 1);
+		for (size_t p = a, q; p < b; p = q) { /* [p, q): one process */
+			struct tally proc = { 0 };
+
+			for (q = p; q < b && v[q].t->pid == v[p].t->pid; q++)
+				tally__add(&proc, &v[q], 1);
+			for (size_t i = p; i < q; i++)
+				stage_key(&v[i], name, proc, names[v[i].idx], STAGE_NAME_LEN);
+		}
+	}
+	free(v);
 	free(folded);
 	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void stage__add(struct stage_stats *s, const struct thread_time *t)
+{
+	uint64_t wall = thread_time__wall(t);
+
+	s->threads++;
+	s->spans += t->spans;
+	s->wall_ns += wall;
+	if (wall > s->max_wall_ns)
+		s->max_wall_ns = wall;
+	s->running_ns += t->running_ns;
+	s->runnable_ns += t->runnable_ns;
+	s->queue_wait_ns += t->queue_wait_ns;
+	s->blocked_ns += t->blocked_ns;
+	s->idle_ns += t->idle_ns;
+	for (int c = 0; c < CAT_MAX; c++)
+		s->cat_ns[c] += t->cat_ns[c];
+	s->has_states |= t->has_states;
 }
 
 int stages__from_threads(const struct thread_time *t, size_t n, struct stage_stats **out,
@@ -196,39 +277,28 @@ int stages__from_threads(const struct thread_time *t, size_t n, struct stage_sta
 {
 	struct stage_stats *v = calloc(n ? n : 1, sizeof(*v));
 	char(*names)[STAGE_NAME_LEN] = calloc(n ? n : 1, sizeof(*names));
+	char **order = calloc(n ? n : 1, sizeof(*order)); /* names, sorted: a stage's are a run */
 	size_t cnt = 0;
 
-	if (!v || !names || stages__names(t, n, names)) {
+	if (!v || !names || !order || stages__names(t, n, names)) {
 		free(v);
 		free(names);
+		free(order);
 		return -ENOMEM;
 	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = names[i];
+	qsort(order, n, sizeof(*order), by_name);
 	for (size_t i = 0; i < n; i++) {
-		const char *name = names[i];
-		struct stage_stats *s = NULL;
-		uint64_t wall = thread_time__wall(&t[i]);
+		struct stage_stats *s = &v[cnt];
 
-		for (size_t k = 0; k < cnt && !s; k++)
-			if (!strcmp(v[k].name, name))
-				s = &v[k];
-		if (!s) {
-			s = &v[cnt++];
-			snprintf(s->name, sizeof(s->name), "%s", name);
-		}
-		s->threads++;
-		s->spans += t[i].spans;
-		s->wall_ns += wall;
-		if (wall > s->max_wall_ns)
-			s->max_wall_ns = wall;
-		s->running_ns += t[i].running_ns;
-		s->runnable_ns += t[i].runnable_ns;
-		s->queue_wait_ns += t[i].queue_wait_ns;
-		s->blocked_ns += t[i].blocked_ns;
-		s->idle_ns += t[i].idle_ns;
-		for (int c = 0; c < CAT_MAX; c++)
-			s->cat_ns[c] += t[i].cat_ns[c];
-		s->has_states |= t[i].has_states;
+		if (i && !strcmp(order[i], order[i - 1]))
+			s = &v[cnt - 1];
+		else
+			snprintf(v[cnt++].name, sizeof(s->name), "%s", order[i]);
+		stage__add(s, &t[(order[i] - names[0]) / STAGE_NAME_LEN]); /* names[k]: t[k]'s */
 	}
+	free(order);
 	free(names);
 	qsort(v, cnt, sizeof(*v), by_busy);
 	*out = v;
@@ -237,6 +307,7 @@ int stages__from_threads(const struct thread_time *t, size_t n, struct stage_sta
 }
 
 #define STAGE_WIDTH 28
+#define STAGE_ROWS 40 /* rows printed at most */
 
 /* A name cut to the column from its middle, so that what tells stages apart stays: the end
  * ("pid 4242") as well as the start. */
@@ -256,11 +327,16 @@ void stages__print(FILE *f, const struct stage_stats *s, size_t n)
 	bool states = false;
 	char cut[STAGE_WIDTH + 1];
 
+	size_t shown = n < STAGE_ROWS ? n : STAGE_ROWS;
+	uint64_t rest = 0;
+
 	for (size_t i = 0; i < n; i++)
 		states |= s[i].has_states;
 	fprintf(f, "%-*s %7s %9s %8s %8s %8s %8s %8s\n", STAGE_WIDTH, "STAGE", "THREADS", "SPANS",
 		states ? "RUNNING" : "IN-SPANS", "RUNNABLE", "IN-QUEUE", "BLOCKED", "IDLE");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = shown; i < n; i++)
+		rest += s[i].threads;
+	for (size_t i = 0; i < shown; i++) {
 		const struct stage_stats *st = &s[i];
 
 		if (!st->wall_ns) {
@@ -282,6 +358,10 @@ void stages__print(FILE *f, const struct stage_stats *s, size_t n)
 			fprintf(f, "%8s ", "-");
 		fprintf(f, "%7.1f%%\n", 100 * stage__share(st, st->idle_ns));
 	}
+	if (shown < n) /* thousands of short-lived threads, each a stage: the busiest only */
+		fprintf(f, "... and %zu more stages of %llu threads, less busy (tracer report FILE "
+			   "--json lists every one)\n",
+			n - shown, (unsigned long long)rest);
 }
 
 static int pct(double share)

@@ -142,26 +142,71 @@ static int by_pid_tid(const void *a, const void *b)
 	return x->pid != y->pid ? x->pid - y->pid : x->tid - y->tid;
 }
 
+#define MAX_PROCESS_ROWS 40
+
+struct process_row {
+	const char *comm; /* its main thread's name */
+	int pid;
+	size_t threads;
+	unsigned long long spans;
+};
+
+static int by_spans(const void *a, const void *b)
+{
+	const struct process_row *x = a, *y = b;
+
+	if (x->spans != y->spans)
+		return x->spans < y->spans ? 1 : -1;
+	return x->threads < y->threads ? 1 : x->threads > y->threads ? -1 : x->pid - y->pid;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	return ((const struct process_row *)a)->pid - ((const struct process_row *)b)->pid;
+}
+
 /* With several processes (--follow, -p A,B, workers): one line each, by pid and command (its
- * main thread's name). order is sorted by pid, then tid. */
+ * main thread's name); of thousands of short-lived ones, those with the most spans. order is
+ * sorted by pid, then tid. */
 static void print_processes(FILE *f, const struct thread **order, size_t n)
 {
+	struct process_row *rows;
+	size_t nrows = 0, shown, rest = 0;
+
 	if (!n || order[0]->pid == order[n - 1]->pid)
 		return;
-	fprintf(f, "\n%-16s %7s %8s %9s\n", "PROCESS", "PID", "THREADS", "SPANS");
+	rows = xcalloc(n, sizeof(*rows));
 	for (size_t i = 0, end; i < n; i = end) {
-		const char *comm = "?";
-		char name[4 * COMM_LEN + 8];
-		unsigned long long spans = 0;
+		struct process_row *r = &rows[nrows++];
 
+		r->comm = "?";
+		r->pid = order[i]->pid;
 		for (end = i; end < n && order[end]->pid == order[i]->pid; end++) {
-			spans += order[end]->spans;
+			r->spans += order[end]->spans;
 			if (order[end]->tid == order[end]->pid)
-				comm = order[end]->name;
+				r->comm = order[end]->name;
 		}
-		fprintf(f, "%-16s %7d %8zu %9llu\n", printable(comm, name, sizeof(name)),
-			order[i]->pid, end - i, spans);
+		r->threads = end - i;
 	}
+	shown = nrows;
+	if (nrows > MAX_PROCESS_ROWS) {
+		qsort(rows, nrows, sizeof(*rows), by_spans);
+		shown = MAX_PROCESS_ROWS;
+		for (size_t i = shown; i < nrows; i++)
+			rest += rows[i].threads;
+		qsort(rows, shown, sizeof(*rows), by_pid);
+	}
+	fprintf(f, "\n%-16s %7s %8s %9s\n", "PROCESS", "PID", "THREADS", "SPANS");
+	for (size_t i = 0; i < shown; i++) {
+		char name[4 * COMM_LEN + 8];
+
+		fprintf(f, "%-16s %7d %8zu %9llu\n", printable(rows[i].comm, name, sizeof(name)),
+			rows[i].pid, rows[i].threads, rows[i].spans);
+	}
+	if (shown < nrows)
+		fprintf(f, "... and %zu more processes of %zu threads, with fewer spans\n",
+			nrows - shown, rest);
+	free(rows);
 }
 
 #define MAX_THREAD_ROWS 40
@@ -318,6 +363,7 @@ void summary__free(struct summary *s)
 {
 	HASH_CLEAR(hh, s->by_name); /* the table only: the stats are freed below */
 	for (size_t i = 0; i < s->nnames; i++) {
+		sketch__free(&s->names[i]->sketch);
 		free(s->names[i]->name);
 		free(s->names[i]);
 	}

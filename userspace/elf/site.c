@@ -425,6 +425,7 @@ void site__choose(const struct code_view *v, struct site_move *m, size_t n)
 	}
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
 	insn = cs_malloc(h);
+	w = xcalloc(n + 1, sizeof(*w));
 	for (size_t i = 0; i < n; i++) {
 		if (m[i].want_exits)
 			find_exits(h, insn, v, &m[i]);
@@ -434,10 +435,8 @@ void site__choose(const struct code_view *v, struct site_move *m, size_t n)
 			m[i].cls = m[i].first;
 			m[i].why_not = "another symbol starts in the skipped bytes";
 		}
-		if (m[i].delta) {
-			w = xrealloc(w, nw + 1, sizeof(*w));
+		if (m[i].delta)
 			w[nw++] = (struct window){ m[i].func + 1, m[i].func + m[i].delta, &m[i] };
-		}
 	}
 	if (nw)
 		check_other_branches(v, w, nw);

@@ -12,33 +12,61 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A growing array of indexes (doubling: tens of thousands of matches). */
+struct index_list {
+	size_t *v;
+	size_t cnt, cap;
+};
+
+static void index_list__add(struct index_list *l, size_t i)
+{
+	if (l->cnt == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->v = xrealloc(l->v, l->cap, sizeof(*l->v));
+	}
+	l->v[l->cnt++] = i;
+}
+
+/* A demangled name ("onnx::Conv::Compute", with or without its parameters) of a symbol. */
+struct demangled_name {
+	const char *name;
+	size_t sym; /* index in elf_syms */
+};
+
 /* Symbols are read once per (dev, inode), however many targets map the object. */
 struct sym_cache {
-	struct {
+	struct sym_entry {
 		dev_t dev;
 		ino_t ino;
 		struct elf_syms *syms; /* NULL if unreadable */
+		/* the C++ symbols' demangled names, sorted: a spec that names one function is
+		 * looked up, not matched against every symbol (10,000 specs x 70,000 symbols) */
+		struct demangled_name *demangled;
+		size_t ndemangled;
+		bool indexed;
 	} *v;
 	size_t cnt;
 };
 
-static struct elf_syms *sym_cache__get(struct sym_cache *c, const struct mapped_object *o)
+static struct sym_entry *sym_cache__entry(struct sym_cache *c, const struct mapped_object *o)
 {
 	struct elf_syms *syms = NULL;
 	int ret;
 
 	for (size_t i = 0; i < c->cnt; i++)
 		if (c->v[i].dev == o->dev && c->v[i].ino == o->ino)
-			return c->v[i].syms;
+			return &c->v[i];
 	ret = elf_syms__open(o->open_path, &syms);
 	if (ret)
 		pr_debug("cannot read symbols of %s: %s", o->path, strerror(-ret));
 	c->v = xrealloc(c->v, c->cnt + 1, sizeof(*c->v));
-	c->v[c->cnt].dev = o->dev;
-	c->v[c->cnt].ino = o->ino;
-	c->v[c->cnt].syms = syms;
-	c->cnt++;
-	return syms;
+	c->v[c->cnt] = (struct sym_entry){ .dev = o->dev, .ino = o->ino, .syms = syms };
+	return &c->v[c->cnt++];
+}
+
+static struct elf_syms *sym_cache__get(struct sym_cache *c, const struct mapped_object *o)
+{
+	return sym_cache__entry(c, o)->syms;
 }
 
 /* The process's executable switches stacks (swapcontext...): a return probe anywhere in it
@@ -66,9 +94,94 @@ static bool switches_stacks(struct sym_cache *c, const struct target *t, int *wa
 
 static void sym_cache__free(struct sym_cache *c)
 {
-	for (size_t i = 0; i < c->cnt; i++)
+	for (size_t i = 0; i < c->cnt; i++) {
 		elf_syms__free(c->v[i].syms);
+		free(c->v[i].demangled);
+	}
 	free(c->v);
+}
+
+static int by_demangled(const void *a, const void *b)
+{
+	const struct demangled_name *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : x->sym < y->sym ? -1 : x->sym > y->sym;
+}
+
+static void index_demangled(struct sym_entry *e)
+{
+	size_t n = 0;
+
+	e->indexed = true;
+	if (!e->syms)
+		return;
+	e->demangled = xcalloc(2 * e->syms->cnt + 1, sizeof(*e->demangled));
+	for (size_t k = 0; k < e->syms->cnt; k++) {
+		const struct demangled *d = demangle__get(e->syms->syms[k].name);
+
+		if (!d)
+			continue;
+		e->demangled[n++] = (struct demangled_name){ d->base, k };
+		if (strcmp(d->full, d->base))
+			e->demangled[n++] = (struct demangled_name){ d->full, k };
+	}
+	qsort(e->demangled, n, sizeof(*e->demangled), by_demangled);
+	e->ndemangled = n;
+}
+
+/* A glob without wildcards (fnmatch's *, ?, [ and \\) matches its own text only. */
+static bool is_plain(const char *glob)
+{
+	return !strpbrk(glob, "*?[\\");
+}
+
+static int by_index(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The symbols (indexes, ascending) that demangle__match(glob) matches: for a plain name, those
+ * of that name and those whose demangled name it is, by binary search; else every symbol
+ * tried. */
+static size_t matching_syms(struct sym_entry *e, const char *glob, struct index_list *out)
+{
+	const struct elf_syms *syms = e->syms;
+	size_t lo = 0, hi, n;
+
+	out->cnt = 0;
+	if (!syms)
+		return 0;
+	if (!is_plain(glob)) {
+		for (size_t k = 0; k < syms->cnt; k++)
+			if (demangle__match(glob, syms->syms[k].name))
+				index_list__add(out, k);
+		return out->cnt;
+	}
+	for (const struct elf_sym *f = elf_syms__find(syms, glob);
+	     f && f < syms->syms + syms->cnt && !strcmp(f->name, glob); f++)
+		index_list__add(out, f - syms->syms);
+	if (!e->indexed)
+		index_demangled(e);
+	hi = e->ndemangled;
+	while (lo < hi) { /* the first demangled name not less than glob */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(e->demangled[mid].name, glob) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < e->ndemangled && !strcmp(e->demangled[lo].name, glob); lo++)
+		index_list__add(out, e->demangled[lo].sym);
+	qsort(out->v, out->cnt, sizeof(*out->v), by_index);
+	n = 0;
+	for (size_t i = 0; i < out->cnt; i++) /* a name and its demangled one: once */
+		if (!n || out->v[n - 1] != out->v[i])
+			out->v[n++] = out->v[i];
+	return out->cnt = n;
 }
 
 /* USDT notes, likewise once per object. */
@@ -164,16 +277,42 @@ static char *span_name(const struct probe_spec *spec, const char *sym)
 	return name;
 }
 
+/* The probe already at this offset of the object (an alias, or a second spec for the same
+ * function: the first wins), or -1 after making room for a new one, which takes the next
+ * index. */
+static int probe_table__find(struct probe_table *t, const struct mapped_object *o,
+			     uint64_t offset)
+{
+	struct probe_site *ps;
+	struct probe_site_key key;
+
+	memset(&key, 0, sizeof(key));
+	key.dev = o->dev;
+	key.ino = o->ino;
+	key.offset = offset;
+	HASH_FIND(hh, t->by_site, &key, sizeof(key), ps);
+	if (ps)
+		return ps->id;
+	if (t->cnt == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 64;
+		t->v = xrealloc(t->v, t->cap, sizeof(*t->v));
+	}
+	ps = xcalloc(1, sizeof(*ps));
+	ps->key = key;
+	ps->id = t->cnt;
+	HASH_ADD(hh, t->by_site, key, sizeof(key), ps);
+	return -1;
+}
+
 static int probe_table__add(struct probe_table *t, const struct probe_spec *spec,
 			    const struct mapped_object *o, const struct elf_sym *sym,
 			    bool entry_only)
 {
+	int id = probe_table__find(t, o, sym->offset);
 	struct probe *p;
 
-	for (size_t i = 0; i < t->cnt; i++)
-		if (t->v[i].dev == o->dev && t->v[i].ino == o->ino && t->v[i].offset == sym->offset)
-			return i; /* an alias, or a second spec for the same function: first wins */
-	t->v = xrealloc(t->v, t->cnt + 1, sizeof(*t->v));
+	if (id >= 0)
+		return id;
 	p = &t->v[t->cnt];
 	p->cat = spec->cat;
 	p->function = xstrdup(sym->name);
@@ -201,13 +340,12 @@ static int probe_table__add_usdt(struct probe_table *t, const struct probe_spec 
 	static const uint32_t kinds[] = { [USDT_ARG_CONST] = USDT_BPF_CONST,
 					  [USDT_ARG_REG] = USDT_BPF_REG,
 					  [USDT_ARG_MEM] = USDT_BPF_MEM };
+	int id = probe_table__find(t, o, u->offset);
 	struct probe *p;
 	char name[256];
 
-	for (size_t i = 0; i < t->cnt; i++)
-		if (t->v[i].dev == o->dev && t->v[i].ino == o->ino && t->v[i].offset == u->offset)
-			return i;
-	t->v = xrealloc(t->v, t->cnt + 1, sizeof(*t->v));
+	if (id >= 0)
+		return id;
 	p = &t->v[t->cnt];
 	memset(p, 0, sizeof(*p));
 	snprintf(name, sizeof(name), "%s:%s", u->provider, u->name);
@@ -322,11 +460,11 @@ void attach_sites__add(struct attach_sites *sites, int pid, const struct mapped_
 		s->entry_only = entry_only;
 		s->at_exit = at_exit;
 	}
-	for (size_t i = 0; i < s->cnt; i++)
-		if (s->offsets[i] == offset)
-			return;
-	s->offsets = xrealloc(s->offsets, s->cnt + 1, sizeof(uint64_t));
-	s->cookies = xrealloc(s->cookies, s->cnt + 1, sizeof(uint64_t));
+	if (s->cnt == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 64;
+		s->offsets = xrealloc(s->offsets, s->cap, sizeof(uint64_t));
+		s->cookies = xrealloc(s->cookies, s->cap, sizeof(uint64_t));
+	}
 	s->offsets[s->cnt] = offset;
 	s->cookies[s->cnt] = cookie;
 	s->cnt++;
@@ -425,6 +563,43 @@ static bool misspelled_object(const struct probe_spec *spec, const struct target
 	return near;
 }
 
+/* A probe matched in one process's mapping of an object, waiting for its site. */
+struct matched {
+	int pid; /* 0: shared */
+	const struct mapped_object *o;
+	int id;
+};
+
+struct matched_list {
+	struct matched *v;
+	size_t cnt, cap;
+};
+
+static void matched__add(struct matched_list *l, int pid, const struct mapped_object *o, int id)
+{
+	if (l->cnt == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->v = xrealloc(l->v, l->cap, sizeof(*l->v));
+	}
+	l->v[l->cnt++] = (struct matched){ pid, o, id };
+}
+
+static int by_object_key(const struct matched *x, const struct matched *y)
+{
+	if (x->o->dev != y->o->dev)
+		return x->o->dev < y->o->dev ? -1 : 1;
+	return x->o->ino < y->o->ino ? -1 : x->o->ino > y->o->ino;
+}
+
+static int by_object(const void *a, const void *b)
+{
+	const struct matched *x = *(const struct matched *const *)a;
+	const struct matched *y = *(const struct matched *const *)b;
+	int c = by_object_key(x, y);
+
+	return c ? c : x < y ? -1 : x > y; /* in the order matched */
+}
+
 /* A function's cold part (GCC's foo.cold, "[clone .cold]"): code its function jumps to, never
  * called; only a spec that names it probes it. */
 static bool cold_part(const struct probe_spec *spec, const char *name)
@@ -434,8 +609,8 @@ static bool cold_part(const struct probe_spec *spec, const char *name)
 	return c && (!c[5] || c[5] == '.') && !strstr(spec->function, "cold");
 }
 
-/* Where a C++ exception can unwind through a function (its object has exception tables), its
- * calls end at its own returns, not at a return probe (elf/site.h says why); one that cannot be
+/* Where a C++ exception can unwind through a function (its object is C++ with exceptions), its
+ * calls end at its own exits, not at a return probe (elf/site.h says why); one that cannot be
  * decoded whole is entry-only. TRACER_RETURN_PROBES=1 (the benchmark's baseline) says
  * otherwise. */
 static void set_exits(struct probe *p, struct site_move *m)
@@ -465,35 +640,36 @@ static void set_exits(struct probe *p, struct site_move *m)
 		 p->function, m->exits_why_not);
 }
 
-/* The sites of the probes just added in one object: past its leading single-stepped
- * instructions where that is safe (elf/site.h), and their exits where exceptions pass. Go
- * code is left alone (entry-only, and its stack checks branch back to the entry). */
-static void place(struct probe_table *t, const int *ids, size_t n, const struct mapped_object *o,
-		  const struct elf_syms *syms)
+/* The sites of the probes of one object (ids: their indexes): past their leading
+ * single-stepped instructions where that is safe (elf/site.h), and their exits where
+ * exceptions pass, all chosen in one pass over the object. Go code is left alone (entry-only,
+ * and its stack checks branch back to the entry). */
+static void place(struct probe_table *t, const struct index_list *ids,
+		  const struct mapped_object *o, const struct elf_syms *syms)
 {
 	/* TRACER_NO_SITE_MOVE: the first instruction, as before: to compare */
 	bool move = !getenv("TRACER_NO_SITE_MOVE");
-	bool exits = syms->unwinds && !getenv("TRACER_RETURN_PROBES");
+	bool exits = syms && syms->unwinds && !getenv("TRACER_RETURN_PROBES");
 	struct site_move *m;
 	int *which;
 	size_t k = 0;
 
-	m = xcalloc(n + 1, sizeof(*m));
-	which = xcalloc(n + 1, sizeof(*which));
+	m = xcalloc(ids->cnt + 1, sizeof(*m));
+	which = xcalloc(ids->cnt + 1, sizeof(*which));
 
-	for (size_t i = 0; i < n; i++) {
-		struct probe *p = &t->v[ids[i]];
+	for (size_t i = 0; i < ids->cnt; i++) {
+		struct probe *p = &t->v[ids->v[i]];
 
 		if (p->placed)
 			continue;
 		p->placed = true;
 		m[k].func = p->offset;
-		m[k].size = syms->is_go ? 0 : p->size;
+		m[k].size = !syms || syms->is_go ? 0 : p->size;
 		m[k].keep_args = p->cfg.flags & (PROBE_ARGS | PROBE_NAME_FROM);
 		m[k].want_exits = exits && !(p->cfg.flags & PROBE_ENTRY_ONLY);
-		which[k++] = ids[i];
+		which[k++] = ids->v[i];
 	}
-	if (k)
+	if (k && syms)
 		site__choose_in(o->open_path, syms, m, k);
 	for (size_t i = 0; i < k; i++) {
 		struct probe *p = &t->v[which[i]];
@@ -510,87 +686,145 @@ static void place(struct probe_table *t, const int *ids, size_t n, const struct 
 	free(m);
 }
 
+/* Places the matched probes, once per object whatever the number of specs, processes and
+ * mappings. */
+static void place_all(struct probe_table *t, const struct matched_list *l, struct sym_cache *c)
+{
+	const struct matched **order = xcalloc(l->cnt + 1, sizeof(*order));
+	struct index_list ids = { 0 };
+
+	for (size_t i = 0; i < l->cnt; i++)
+		order[i] = &l->v[i];
+	qsort(order, l->cnt, sizeof(*order), by_object);
+	for (size_t a = 0, b; a < l->cnt; a = b) { /* [a, b): one object */
+		ids.cnt = 0;
+		for (b = a; b < l->cnt && !by_object_key(order[a], order[b]); b++)
+			index_list__add(&ids, order[b]->id);
+		place(t, &ids, order[a]->o, sym_cache__get(c, order[a]->o));
+	}
+	free(ids.v);
+	free(order);
+}
+
+/* Each probe once per process and object, in the order matched. */
+struct site_seen {
+	struct {
+		int pid, id;
+		dev_t dev;
+		ino_t ino;
+	} key;
+	UT_hash_handle hh;
+};
+
+static void add_sites(struct attach_sites *sites, const struct probe_table *t,
+		      const struct matched_list *l)
+{
+	struct site_seen *seen = NULL, *e, *tmp;
+
+	for (size_t i = 0; i < l->cnt; i++) {
+		const struct matched *m = &l->v[i];
+		const struct probe *p = &t->v[m->id];
+
+		e = xcalloc(1, sizeof(*e));
+		e->key.pid = m->pid;
+		e->key.id = m->id;
+		e->key.dev = m->o->dev;
+		e->key.ino = m->o->ino;
+		HASH_FIND(hh, seen, &e->key, sizeof(e->key), tmp);
+		if (tmp) {
+			free(e);
+			continue;
+		}
+		HASH_ADD(hh, seen, key, sizeof(e->key), e);
+		attach_sites__add(sites, m->pid, m->o, p->site, m->id,
+				  (p->cfg.flags & PROBE_ENTRY_ONLY) || p->nexits, false);
+		for (size_t x = 0; x < p->nexits; x++)
+			attach_sites__add(sites, m->pid, m->o, p->exits[x], m->id, true, true);
+	}
+	HASH_ITER(hh, seen, e, tmp) {
+		HASH_DEL(seen, e);
+		free(e);
+	}
+}
+
+/* The functions of one mapped object that spec matches, added to the table and to matched.
+ * Returns whether any did; *ifunc names a match that is only an IFUNC. */
+static bool resolve_functions(const struct probe_spec *spec, struct target *target,
+			      const struct mapped_object *o, unsigned int flags,
+			      struct sym_cache *cache, struct index_list *found,
+			      struct probe_table *table, struct matched_list *matched,
+			      const char **ifunc, int *warned_go, int *warned_switch)
+{
+	struct sym_entry *e = sym_cache__entry(cache, o);
+	const struct elf_syms *syms = e->syms;
+	bool any = false;
+
+	matching_syms(e, spec->function, found);
+	for (size_t i = 0; i < found->cnt; i++) {
+		size_t k = found->v[i];
+		const struct elf_sym *sym = &syms->syms[k];
+		bool eo;
+
+		/* An IFUNC's address is its resolver's, which runs once at load: probing it
+		 * would show nothing of the calls. An IFUNC, or an old version of a name that is
+		 * an IFUNC now (memcpy@GLIBC_2.2.5 next to memcpy@@GLIBC_2.14): programs call
+		 * neither */
+		if (sym->ifunc || ifunc_twin(syms, k)) {
+			*ifunc = sym->name;
+			continue;
+		}
+		if (cold_part(spec, sym->name))
+			continue;
+		if (syms->is_go && !(*warned_go)++)
+			pr_warn("%s is a Go program: its probes are entry-only (return probes "
+				"crash Go's moving stacks); calls show as instants",
+				o->base);
+		eo = (flags & RESOLVE_ENTRY_ONLY) || spec->entry_only || syms->is_go ||
+		     switches_stacks(cache, target, warned_switch);
+		matched__add(matched, flags & RESOLVE_SHARED ? 0 : target->pid, o,
+			     probe_table__add(table, spec, o, sym, eo));
+		any = true;
+	}
+	return any;
+}
+
 int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
 		    unsigned int flags, struct probe_table *table, struct attach_sites *sites,
 		    char *err, size_t errlen)
 {
 	struct sym_cache cache = { 0 };
 	struct usdt_cache ucache = { 0 };
-	int ret = 0, warned_go = 0, *ids = NULL;
-	size_t nids;
+	struct index_list found = { 0 };
+	struct matched_list matched = { 0 };
+	int ret = 0, warned_go = 0;
 	int warned_switch = 0; /* the last pid warned about */
 
 	for (size_t s = 0; s < specs->cnt && !ret; s++) {
 		const struct probe_spec *spec = &specs->v[s];
-		bool object_matched = false, matched = false;
+		bool object_matched = false, matched_any = false;
 		const char *ifunc = NULL; /* a matching name that is only an IFUNC */
 
 		for (size_t t = 0; t < ntargets; t++) {
 			for (size_t i = 0; i < targets[t].nobjs; i++) {
 				const struct mapped_object *o = &targets[t].objs[i];
-				struct elf_syms *syms;
 
 				if (!probe_spec__object_matches(spec->object, o->base))
 					continue;
 				object_matched = true;
-				if (spec->usdt_name) {
-					if (resolve_usdt(spec, o,
-							 flags & RESOLVE_SHARED ? 0 : targets[t].pid,
-							 &ucache, table, sites))
-						matched = true;
-					continue;
-				}
-				syms = sym_cache__get(&cache, o);
-				nids = 0;
-				for (size_t k = 0; syms && k < syms->cnt; k++) {
-					const struct elf_sym *sym = &syms->syms[k];
-					bool eo;
-					int id;
-
-					/* An IFUNC's address is its resolver's, which runs once at
-					 * load: probing it would show nothing of the calls. */
-					if (!demangle__match(spec->function, sym->name) ||
-					    cold_part(spec, sym->name))
-						continue;
-					/* an IFUNC, or an old version of a name that is an IFUNC
-					 * now (memcpy@GLIBC_2.2.5 next to memcpy@@GLIBC_2.14):
-					 * programs call neither */
-					if (sym->ifunc || ifunc_twin(syms, k)) {
-						ifunc = sym->name;
-						continue;
-					}
-					if (syms->is_go && !warned_go++)
-						pr_warn("%s is a Go program: its probes are entry-only "
-							"(return probes crash Go's moving stacks); calls "
-							"show as instants", o->base);
-					eo = (flags & RESOLVE_ENTRY_ONLY) || spec->entry_only ||
-					     syms->is_go ||
-					     switches_stacks(&cache, &targets[t], &warned_switch);
-					id = probe_table__add(table, spec, o, sym, eo);
-					ids = xrealloc(ids, nids + 1, sizeof(*ids));
-					ids[nids++] = id;
-					matched = true;
-				}
-				if (!nids)
-					continue;
-				place(table, ids, nids, o, syms);
-				for (size_t k = 0; k < nids; k++) {
-					const struct probe *p = &table->v[ids[k]];
-
-					int pid = flags & RESOLVE_SHARED ? 0 : targets[t].pid;
-
-					attach_sites__add(sites, pid, o, p->site, ids[k],
-							  (p->cfg.flags & PROBE_ENTRY_ONLY) ||
-								  p->nexits,
-							  false);
-					for (size_t e = 0; e < p->nexits; e++)
-						attach_sites__add(sites, pid, o, p->exits[e],
-								  ids[k], true, true);
-				}
+				if (spec->usdt_name)
+					matched_any |= resolve_usdt(spec, o,
+								  flags & RESOLVE_SHARED ?
+									  0 :
+									  targets[t].pid,
+								  &ucache, table, sites) > 0;
+				else
+					matched_any |= resolve_functions(
+						spec, &targets[t], o, flags, &cache, &found, table,
+						&matched, &ifunc, &warned_go, &warned_switch);
 			}
 		}
 		/* A pack covers several libraries; a process may map only some of them. */
-		if (!matched && (spec->optional || (flags & RESOLVE_LENIENT))) {
+		if (!matched_any && (spec->optional || (flags & RESOLVE_LENIENT))) {
 			pr_debug("%s: nothing matches '%s:%s' here; skipped", spec->origin,
 				 spec->object, spec->function);
 			continue;
@@ -601,19 +835,22 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 				spec->origin, spec->object);
 			continue;
 		}
-		if (!matched && ifunc) {
+		if (!matched_any && ifunc) {
 			snprintf(err, errlen, "%s: '%s' is an IFUNC: its symbol is the resolver that "
 				 "picks an implementation once, at load, so there is no function of "
 				 "that name to probe (its implementations are local symbols; see tracer "
 				 "list)", spec->origin, ifunc);
 			ret = -ENOENT;
-		} else if (!matched) {
-			no_match_error(spec, targets, ntargets, &cache, &ucache,
-				       object_matched, err, errlen);
+		} else if (!matched_any) {
+			no_match_error(spec, targets, ntargets, &cache, &ucache, object_matched, err,
+				       errlen);
 			ret = -ENOENT;
 		}
 	}
-	free(ids);
+	place_all(table, &matched, &cache);
+	add_sites(sites, table, &matched);
+	free(matched.v);
+	free(found.v);
 	sym_cache__free(&cache);
 	usdt_cache__free(&ucache);
 	return ret;
@@ -621,6 +858,8 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 
 void probe_table__free(struct probe_table *table)
 {
+	struct probe_site *ps, *tmp;
+
 	for (size_t i = 0; i < table->cnt; i++) {
 		free(table->v[i].name);
 		free(table->v[i].function);
@@ -628,9 +867,12 @@ void probe_table__free(struct probe_table *table)
 		free(table->v[i].site_past);
 		free(table->v[i].exits);
 	}
+	HASH_ITER(hh, table->by_site, ps, tmp) {
+		HASH_DEL(table->by_site, ps);
+		free(ps);
+	}
 	free(table->v);
-	table->v = NULL;
-	table->cnt = 0;
+	memset(table, 0, sizeof(*table));
 }
 
 void attach_sites__free(struct attach_sites *sites)
@@ -641,6 +883,5 @@ void attach_sites__free(struct attach_sites *sites)
 		free(sites->v[i].ref_ctr_offsets);
 	}
 	free(sites->v);
-	sites->v = NULL;
-	sites->cnt = 0;
+	memset(sites, 0, sizeof(*sites));
 }

@@ -10,6 +10,7 @@
 #include "record/target.h"
 
 #include <stdint.h>
+#include <uthash.h>
 
 struct probe {
 	enum category cat;
@@ -33,9 +34,21 @@ struct probe {
 	struct usdt_cfg usdt; /* PROBE_USDT: how its arguments are fetched */
 };
 
+struct probe_site_key {
+	dev_t dev;
+	ino_t ino;
+	uint64_t offset;
+};
+
 struct probe_table {
 	struct probe *v;
-	size_t cnt;
+	size_t cnt, cap;
+	/* each probe by its object and offset: one probe per function, found in O(1) */
+	struct probe_site {
+		struct probe_site_key key;
+		int id;
+		UT_hash_handle hh;
+	} *by_site;
 };
 
 /* Everything to attach in one process's mapping of one object: one uprobe_multi link each for
@@ -49,7 +62,7 @@ struct attach_site {
 	uint64_t *offsets;
 	uint64_t *cookies; /* probe ids */
 	uint64_t *ref_ctr_offsets; /* USDT semaphores (file offsets, 0: none), or NULL */
-	size_t cnt;
+	size_t cnt, cap;
 	bool entry_only; /* no return probes for these */
 	bool usdt_end;	 /* the ends of USDT start/end pairs (another program) */
 	bool at_exit;	 /* a function's own returns and tail calls (another program) */

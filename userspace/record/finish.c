@@ -328,17 +328,22 @@ static void warn_never_matched(const struct recording *r)
 {
 	const struct probe_specs *specs = &r->opts->specs;
 	const struct probe_table *probes = &r->tracked.probes;
+	bool *used = xcalloc(specs->cnt + 1, sizeof(*used));
 
+	/* one pass over the probes, not one per spec (a pack of 10,000: 10,000 of each) */
+	for (size_t i = 0; i < probes->cnt; i++) {
+		const struct probe_spec *spec = probes->v[i].spec;
+
+		if (spec >= specs->v && spec < specs->v + specs->cnt) /* not a pack's */
+			used[spec - specs->v] = true;
+	}
 	for (size_t s = 0; s < specs->cnt; s++) {
-		bool used = false;
-
-		for (size_t i = 0; i < probes->cnt && !used; i++)
-			used = probes->v[i].spec == &specs->v[s];
-		if (!used && !specs->v[s].optional)
+		if (!used[s] && !specs->v[s].optional)
 			pr_warn("%s matched nothing while recording: no object '%s' with '%s' was "
 				"loaded (see tracer list -p PID)", specs->v[s].origin,
 				specs->v[s].object, specs->v[s].function);
 	}
+	free(used);
 }
 
 int recording__finish(struct recording *r)

@@ -2,7 +2,8 @@
 /* Repair: closes a trace that was cut short (tracer killed with SIGKILL, the machine lost
  * power). Every complete event line is kept and the end a recording writes is added, in a new
  * file that takes the trace's name; the file as it was stays beside it (FILE.cut). A complete
- * file is never touched. Memory is bounded: one line at a time, the check streams. A .gz trace
+ * file is never touched. Memory is bounded: one line at a time, of at most TR_MAX_VALUE (longer
+ * ones are left out, as the reader skips them), and the check streams. A .gz trace
  * (a gzip stream cut short) is read as far as it goes and repaired into a .gz again. */
 #include "trace/repair.h"
 #include "trace/json_text.h"
@@ -118,10 +119,49 @@ static char *started_args(const char *line, size_t len)
 	return strndup(args + 1, alen - 2);
 }
 
-/* Copies the header and every complete event line of in to out up to the end of the array (a
- * line that is not one is left out and counted in *dropped), then the end a recording writes. Returns the events kept,
- * or -errno. */
-static int64_t write_repaired(FILE *in, FILE *out, uint64_t *dropped)
+#define LINE_TOO_LONG (-2)
+
+/* The next line of in, '\n' included, into *line (grown up to max bytes): its length, 0 at the
+ * end, -1 on an error, or LINE_TOO_LONG for a longer line, read to its end and not kept (a
+ * line of a gigabyte must not take a gigabyte). */
+static ssize_t read_line(FILE *in, char **line, size_t *cap, size_t max)
+{
+	size_t len = 0;
+	bool too_long = false;
+	int c;
+
+	while ((c = getc_unlocked(in)) != EOF) {
+		if (!too_long && len + 2 > *cap) {
+			size_t want = *cap ? 2 * *cap : 4096;
+
+			if (want > max + 2)
+				want = max + 2;
+			if (len + 2 > want) {
+				too_long = true;
+			} else {
+				*line = xrealloc(*line, want, 1);
+				*cap = want;
+			}
+		}
+		if (!too_long)
+			(*line)[len++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (ferror(in))
+		return -1;
+	if (too_long)
+		return LINE_TOO_LONG;
+	if (len)
+		(*line)[len] = '\0';
+	return len;
+}
+
+/* Copies the header and every complete event line of in to out up to the end of the array,
+ * then the end a recording writes. A line that is not an event is left out and counted in
+ * *dropped; one longer than the trace reader keeps (TR_MAX_VALUE) in *too_long. Returns the
+ * events kept, or -errno. */
+static int64_t write_repaired(FILE *in, FILE *out, uint64_t *dropped, uint64_t *too_long)
 {
 	uint64_t events = 0, last_ns = 0;
 	char *line = NULL, *started = NULL, end[512];
@@ -129,10 +169,15 @@ static int64_t write_repaired(FILE *in, FILE *out, uint64_t *dropped)
 	ssize_t len;
 
 	fputs(header, out);
-	while ((len = getline(&line, &cap, in)) > 0) {
-		int64_t ns = event_line(line, len);
+	while ((len = read_line(in, &line, &cap, TR_MAX_VALUE)) != 0) {
+		int64_t ns;
 
-		if (ns < 0 && line[0] == ']')
+		if (len == LINE_TOO_LONG) {
+			++*too_long;
+			continue;
+		}
+		ns = len < 0 ? -1 : event_line(line, len);
+		if (len < 0 || (ns < 0 && line[0] == ']'))
 			break; /* the end of "traceEvents": no event after it */
 		if (ns < 0) {
 			*dropped += line[len - 1] == '\n'; /* not the line the cut ended */
@@ -192,6 +237,7 @@ int trace_repair(const char *path)
 	uint64_t dropped = 0;
 	size_t cap = 0;
 	int64_t kept;
+	uint64_t too_long = 0;
 	ssize_t len;
 	int fd, ret = -EINVAL;
 	bool tracer_header;
@@ -204,7 +250,7 @@ int trace_repair(const char *path)
 		pr_err("cannot open %s: %s", path, strerror(errno));
 		return -errno;
 	}
-	len = getline(&line, &cap, in);
+	len = read_line(in, &line, &cap, strlen(header));
 	tracer_header = len == (ssize_t)strlen(header) && !strcmp(line, header);
 	free(line);
 	if (complete_trace(path)) { /* whoever wrote it: never cut a complete file */
@@ -226,7 +272,7 @@ int trace_repair(const char *path)
 	out = create_repaired(path, &tmp);
 	if (!out)
 		goto out;
-	kept = write_repaired(in, out, &dropped);
+	kept = write_repaired(in, out, &dropped, &too_long);
 	if (kept >= 0 && fclose(out))
 		kept = -errno;
 	out = NULL;
@@ -251,6 +297,9 @@ int trace_repair(const char *path)
 	else
 		pr_info("repaired %s: kept %lld event%s; the file as it was is %s", path,
 			(long long)kept, plural_s(kept), cut);
+	if (too_long)
+		pr_warn("%s: %llu line%s longer than %u MB left out (no reader keeps them)", path,
+			(unsigned long long)too_long, plural_s(too_long), TR_MAX_VALUE >> 20);
 	ret = 0;
 out:
 	if (out)

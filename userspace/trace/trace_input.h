@@ -7,7 +7,12 @@
 #ifndef TRACER_TRACE_INPUT_H
 #define TRACER_TRACE_INPUT_H
 
-/* A read-only file descriptor at the start of path's content, or -errno. */
+#include <stdint.h>
+
+/* A read-only file descriptor at the start of path's content, or -errno: -EFBIG when a pipe
+ * holds more than trace_input__spool_max() bytes (half the space free in TMPDIR, 16 GB at
+ * most), -ENOEXEC when it does not start as a trace does. */
 int trace_input__open(const char *path);
+uint64_t trace_input__spool_max(void);
 
 #endif

@@ -78,6 +78,23 @@ int trace_reader__open(struct trace_reader **rp, const char *path, unsigned want
 	struct trace_reader *r;
 	int fd = trace_input__open(path), err;
 
+	if (fd == -EFBIG) {
+		if (msg)
+			snprintf(msg, msglen,
+				 "%s: more than %.1f GB from a pipe, which is copied to TMPDIR to "
+				 "be read twice (at most half its free space, 16 GB): save it to a "
+				 "file first",
+				 path, trace_input__spool_max() / 1e9);
+		return fd;
+	}
+	if (fd == -ENOEXEC) {
+		if (msg)
+			snprintf(msg, msglen,
+				 "%s: not a trace: it starts with neither JSON nor gzip; give a "
+				 "file that tracer or a Chrome trace writer wrote",
+				 path);
+		return fd;
+	}
 	if (fd < 0) {
 		if (msg)
 			snprintf(msg, msglen, "cannot open %s: %s", path, strerror(-fd));
