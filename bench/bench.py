@@ -637,6 +637,13 @@ def bench_budget():
     budget.run(sys.modules[__name__])
 
 
+def bench_cxx():
+    """1e. C++ exceptions: exits probed instead of returns (bench/cxx.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import cxx
+    cxx.run(sys.modules[__name__])
+
+
 def bench_frameworks():
     """8. the default packs on the framework pipelines (bench/frameworks.py)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -655,7 +662,7 @@ def main():
     ap.add_argument("--output", default=os.path.join(ROOT, ".output"))
     ap.add_argument("--quick", action="store_true", help="shorter runs (noisier)")
     ap.add_argument("--results", default=None, help="write the table here (markdown)")
-    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,1c,1d,2,3,4,4b,5,6,7,8")
+    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,1c,1d,1e,2,3,4,4b,5,6,7,8")
     ap.add_argument("--compare-tracer", default=None,
                     help="another tracer binary to add to row 1 (e.g. a build without a change)")
     a = ap.parse_args()
@@ -682,7 +689,7 @@ def main():
     LOAD[0] = loadavg()
     TMP = tempfile.mkdtemp(prefix="tracer-bench-", dir="/var/tmp")
     steps = [("1", bench_cost), ("1b", bench_insn_classes), ("1c", bench_sites),
-             ("1d", bench_budget), ("2", bench_sustained),
+             ("1d", bench_budget), ("1e", bench_cxx), ("2", bench_sustained),
              ("3", bench_writer), ("4", bench_attach), ("4b", bench_big_pack),
              ("5", bench_memory), ("6", bench_ffmpeg),
              ("7", bench_python), ("8", bench_frameworks)]

@@ -13,9 +13,12 @@
  * (how: ret, or exc when an exception left the call), CLOCK_MONOTONIC.
  *
  * Usage: cxx_throw [--wait-signal] [--rounds N] [--log FILE]
+ *        cxx_throw --bench-calls N | --bench-throws DEPTH,N
  * Prints "ready PID"; with --wait-signal waits for SIGUSR1 first. Runs N rounds (default 20;
  * 0: until SIGINT or SIGTERM) and prints one summary line per round and a last "cxx_throw: R
- * rounds, T throws" line on stderr. Build with frame pointers and without -fcf-protection, so
+ * rounds, T throws" line on stderr. The benchmark modes (bench/cxx.py) call ops::leaf N times,
+ * or throw N times through DEPTH probed frames, and print "bench ns_per_op X": the process's
+ * CPU time per call or throw, probe traps included. Build with frame pointers and without -fcf-protection, so
  * every probed function starts with `push %rbp`. */
 #include <atomic>
 #include <csignal>
@@ -232,6 +235,14 @@ PROBED int job(int depth)
 	return stage1(depth, 0, &t);
 }
 
+/* A C++ function that never throws, for the benchmark: a little work, one `ret`. */
+PROBED long leaf(long x)
+{
+	for (int i = 0; i < 8; i++)
+		x = x * 6364136223846793005L + 1442695040888963407L;
+	return x;
+}
+
 /* Runs on the sigaltstack, from a signal handler: a probed call on another stack. */
 PROBED long on_altstack(long x)
 {
@@ -338,6 +349,34 @@ static std::string round_of_throws()
 	return out;
 }
 
+static long cpu_ns()
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/* The benchmark modes: CPU ns per call of ops::leaf, or per throw through depth frames. */
+static int bench(long calls, long depth, long throws_n)
+{
+	long t0 = cpu_ns(), x = 1, n = calls ? calls : throws_n;
+
+	for (long i = 0; i < calls; i++)
+		x = ops::leaf(x);
+	for (long i = 0; i < throws_n; i++) {
+		std::string t;
+
+		try {
+			ops::stage1((int)depth, 0, &t);
+		} catch (const ops::Failure &) {
+			x++;
+		}
+	}
+	printf("bench ns_per_op %.1f (%ld)\n", (double)(cpu_ns() - t0) / (n ? n : 1), x & 1);
+	return 0;
+}
+
 static long number(const char *s)
 {
 	char *end;
@@ -345,7 +384,7 @@ static long number(const char *s)
 
 	if (!s || end == s || *end || v < 0) {
 		fprintf(stderr, "cxx_throw: bad number '%s'; usage: cxx_throw [--wait-signal] "
-				"[--rounds N] [--log FILE]\n", s ? s : "");
+				"[--rounds N] [--log FILE] | --bench-calls N | --bench-throws DEPTH,N\n", s ? s : "");
 		exit(2);
 	}
 	return v;
@@ -353,7 +392,7 @@ static long number(const char *s)
 
 int main(int argc, char **argv)
 {
-	long rounds = 20, done = 0;
+	long rounds = 20, done = 0, bench_calls = 0, bench_depth = 0, bench_throws = 0;
 	bool wait_signal = false;
 	sigset_t set;
 	int sig;
@@ -365,6 +404,11 @@ int main(int argc, char **argv)
 			rounds = number(argv[++i]);
 		else if (!strcmp(argv[i], "--log") && i + 1 < argc)
 			log_file = fopen(argv[++i], "w");
+		else if (!strcmp(argv[i], "--bench-calls") && i + 1 < argc)
+			bench_calls = number(argv[++i]);
+		else if (!strcmp(argv[i], "--bench-throws") && i + 1 < argc &&
+			 sscanf(argv[++i], "%ld,%ld", &bench_depth, &bench_throws) == 2)
+			;
 		else
 			number(nullptr);
 	}
@@ -389,6 +433,8 @@ int main(int argc, char **argv)
 	sigdelset(&set, SIGUSR1);
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
 
+	if (bench_calls || bench_throws)
+		return bench(bench_calls, bench_depth, bench_throws);
 	while (!stop && (!rounds || done < rounds)) {
 		printf("round %ld: %s\n", done, round_of_throws().c_str());
 		done++;
