@@ -271,11 +271,22 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
  * probes (the target stops trapping, and re-arming), then waits for the others to do so. */
 #define CLOSER_STACK (64 << 10)
 #define DETACH_WAIT_S 3
+#define RETURN_GRACE_MS 200
 
 static void *close_fd(void *arg)
 {
 	close((int)(intptr_t)arg);
 	return NULL;
+}
+
+/* An old return link replaced by a new one: kept a moment, for the calls entered before the new
+ * one existed (their returns reach only the old one). */
+static void *close_fd_later(void *arg)
+{
+	const struct timespec grace = { 0, RETURN_GRACE_MS * 1000000L };
+
+	nanosleep(&grace, NULL);
+	return close_fd(arg);
 }
 
 static void *destroy_link(void *arg)
@@ -347,7 +358,8 @@ static void relink(struct attachment *a, size_t i, const bool *shed, size_t nids
 	for (size_t j = 0; j < r->cnt; j++)
 		if (shed_id(shed, nids, r->cookies[j]))
 			gone[(uint32_t)r->cookies[j]] = true;
-	retire_fd(a, a->link_fds[i]);
+	retire(a, a->link_is_return[i] ? close_fd_later : close_fd,
+	       (void *)(intptr_t)a->link_fds[i]);
 	a->link_fds[i] = fd;
 	free(r->offsets);
 	free(r->cookies);

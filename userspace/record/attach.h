@@ -72,9 +72,10 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen);
 /* Stops probing the functions whose probe id is marked in shed[0..nids). A uprobe_multi link
  * that holds one is made again without them, returns before entries, and only then is the old
- * one closed: the functions kept are never unprobed (a hit while both links stand reaches both
- * programs, and BPF counts it once: COOKIE_ODD_LINK). A link that cannot be made again leaves
- * the old one in place. Links close off this thread. Returns how many probe ids are gone. */
+ * one closed (an old return link 200 ms later, for the calls entered before the new one): the
+ * functions kept are never unprobed (a hit while both links stand reaches both programs, and
+ * BPF counts it once: COOKIE_ODD_LINK). A link that cannot be made again leaves the old one in
+ * place. Links close off this thread. Returns how many probe ids are gone. */
 size_t attach__shed(struct attachment *a, const bool *shed, size_t nids);
 /* The programs of USDT end sites (usdt_end) and of functions' exits (at_exit); without one,
  * those sites are skipped. */
