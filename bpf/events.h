@@ -52,6 +52,10 @@ enum probe_flags {
 			      * the calls under way still end */
 };
 
+/* A link's BPF cookie is the probe id, with this bit on the links made to replace others when
+ * probes are shed (record/attach.c): until the old link goes, a hit runs both programs. */
+#define COOKIE_ODD_LINK (1ull << 32)
+
 enum usdt_arg_kind_bpf {
 	USDT_BPF_CONST,
 	USDT_BPF_REG, /* the value of the register at reg_off in pt_regs */

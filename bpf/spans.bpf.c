@@ -36,9 +36,41 @@ static __always_inline bool traced_process(bool entry)
  * may come from a call entered before its entry probe was attached; while detaching or paused,
  * entries are not pushed, so that every frame pushed still meets its return. */
 volatile __u32 phase = PHASE_ATTACHING;
-/* Links being made again without shed probes (record/budget.c): a return whose entry fell in
- * the gap is expected, not counted. */
-volatile __u32 relinking = 0;
+
+/* Frame flags besides the probe's: pushed through a link with COOKIE_ODD_LINK; returned (the
+ * slot above the top keeps the frame last popped). */
+#define FRAME_ODD_LINK (1u << 30)
+#define FRAME_RETURNED (1u << 31)
+#define SAME_HIT_NS 50000
+
+/* While a link is replaced by one without shed probes (record/attach.c), a hit runs both
+ * programs, one after the other. The second finds what the first did: the frame it pushed (an
+ * instant's, in the slot above the top) at this sp, for this probe, through the other link,
+ * a moment ago. */
+static __always_inline bool second_entry(const struct span_stack *st, __u64 sp, __u64 cookie,
+					 __u64 now, bool instant)
+{
+	__u32 i = instant ? st->depth : st->depth - 1;
+	const struct frame *f;
+
+	if (i >= MAX_FRAMES)
+		return false;
+	f = &st->frames[i & (MAX_FRAMES - 1)];
+	return f->sp == sp && f->probe_id == (__u32)cookie &&
+	       !(f->flags & FRAME_ODD_LINK) != !(cookie & COOKIE_ODD_LINK) &&
+	       now - f->start_ns < SAME_HIT_NS;
+}
+
+/* ... and the second return of such a hit finds the frame the first popped (sp 0: any). */
+static __always_inline bool second_return(const struct span_stack *st, __u64 sp, __u32 id)
+{
+	const struct frame *f;
+
+	if (!st || st->depth >= MAX_FRAMES)
+		return false;
+	f = &st->frames[st->depth & (MAX_FRAMES - 1)];
+	return f->probe_id == id && (f->flags & FRAME_RETURNED) && (!sp || f->sp == sp);
+}
 
 /* The innermost frame was entered at this same stack pointer and has not returned: either this
  * entry is a tail call from it (`jmp`, not `call`), and both end at the one return, or it was
@@ -124,7 +156,8 @@ int BPF_KPROBE(span_enter)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 sp = PT_REGS_SP(ctx);
-	__u32 id = bpf_get_attach_cookie(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 id = cookie;
 	const struct probe_cfg *cfg;
 	struct span_stack *st;
 	struct frame *f;
@@ -147,6 +180,8 @@ int BPF_KPROBE(span_enter)
 		st->tid = (__u32)pid_tgid;
 		st->pid = pid_tgid >> 32;
 	}
+	if (second_entry(st, sp, cookie, now, cfg->flags & PROBE_ENTRY_ONLY))
+		return 0;
 	/* The Python line that called this native function: read first, and at the span's own
 	 * start, so that no other read of this thread can come between them. */
 	if (py_active && !(cfg->flags & PROBE_PY_WAIT)) {
@@ -167,7 +202,7 @@ int BPF_KPROBE(span_enter)
 	f->start_ns = now;
 	f->sp = sp;
 	f->probe_id = id;
-	f->flags = cfg->flags;
+	f->flags = cfg->flags | (cookie & COOKIE_ODD_LINK ? FRAME_ODD_LINK : 0);
 	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))
 		capture_entry(ctx, cfg, id, &f->cap);
 	/* No return probe (Go, C++ exceptions, coroutines): the call is an instant. The frame
@@ -213,6 +248,7 @@ static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 n
 	if (f->flags & PROBE_PY_WAIT) {
 		if (now - f->start_ns < PY_WAIT_MIN_NS) {
 			count(CNT_SHORT_PY_WAITS);
+			f->flags |= FRAME_RETURNED;
 			st->depth = top;
 			return 0;
 		}
@@ -220,10 +256,12 @@ static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 n
 			py_read(0, PY_READ_WAIT);
 	}
 	emit_span(st, top, now, 0);
+	f->flags |= FRAME_RETURNED;
 	st->depth = top;
 	return 0;
 unmatched:
-	if (phase == PHASE_RECORDING && !relinking && !shed_probe(bpf_get_attach_cookie(ctx)))
+	if (phase == PHASE_RECORDING && !shed_probe(bpf_get_attach_cookie(ctx)) &&
+	    !second_return(st, entry_sp, bpf_get_attach_cookie(ctx)))
 		count(CNT_UNMATCHED_RETS);
 	return 0;
 }
@@ -290,10 +328,11 @@ int BPF_KPROBE(usdt_end)
 	if (st->frames[top].probe_id != (__u32)bpf_get_attach_cookie(ctx))
 		goto unmatched;
 	emit_span(st, top, now, 0);
+	st->frames[top].flags |= FRAME_RETURNED;
 	st->depth = top;
 	return 0;
 unmatched:
-	if (phase == PHASE_RECORDING)
+	if (phase == PHASE_RECORDING && !second_return(st, 0, bpf_get_attach_cookie(ctx)))
 		count(CNT_UNMATCHED_RETS);
 	return 0;
 }

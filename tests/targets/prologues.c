@@ -13,7 +13,10 @@
  * Or, for the overhead budget, a paced loop for SECONDS: each round calls cet_work once, then
  * sub_rsp (single-stepped: ~10 us a call when probed) 300 times, then sleeps 1 ms; prints
  * "rounds R" at the end:
- *   prologues --pace SECONDS */
+ *   prologues --pace SECONDS
+ * Or one long call: run_loop calls sub_rsp flat out for SECONDS and prints how many calls it
+ * made in each second ("second K CALLS"), so that the pace shows while it is traced and after:
+ *   prologues --loop SECONDS */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +79,26 @@ static int pace(double seconds)
 	return 0;
 }
 
+/* Probed: open for the whole run, while the probes inside it fire. Aligned away from cet_work:
+ * none of its bytes, read as a short jump, may reach cet_work's skipped bytes (elf/site.c). */
+__attribute__((noinline, aligned(256))) long run_loop(double seconds)
+{
+	double start = now_s(), next = start + 1;
+	long calls = 0, sum = 0;
+	int second = 0;
+
+	while (second < seconds) {
+		sum += sub_rsp((int)calls);
+		if (++calls % 1024 == 0 && now_s() >= next) {
+			printf("second %d %ld\n", second++, calls);
+			fflush(stdout);
+			calls = 0;
+			next += 1;
+		}
+	}
+	return sum;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -89,6 +112,8 @@ int main(int argc, char **argv)
 
 	if (argc > 2 && !strcmp(argv[1], "--pace"))
 		return pace(atof(argv[2]));
+	if (argc > 2 && !strcmp(argv[1], "--loop"))
+		return run_loop(atof(argv[2])) == 42;
 	for (int i = 0; i < n; i++)
 		for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++)
 			sum += fns[f].fn(i % 3);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* libbpf 1.1 and its headers predate uprobe_multi (kernel 6.6): the BPF_LINK_CREATE layout is
@@ -262,80 +263,116 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
 	return ret;
 }
 
+/* Closing a link ends in uprobe_unregister_sync(), which waits for every return probe pending
+ * when it began (synchronize_srcu(&uretprobes_srcu)). A call in progress holds its lease until
+ * it returns or until 100 ms pass without the thread hitting another return probe: a thread
+ * inside a probed call that keeps calling probed functions holds it for as long as that goes
+ * on. So no link is closed on this thread, and all close at once: each first unhooks its
+ * probes (the target stops trapping, and re-arming), then waits for the others to do so. */
+#define CLOSER_STACK (64 << 10)
+#define DETACH_WAIT_S 3
+#define RETURN_GRACE_MS 200
+
 static void *close_fd(void *arg)
 {
 	close((int)(intptr_t)arg);
 	return NULL;
 }
 
-/* Closes the links of one kind at once, one thread each; in order if threads fail. */
-static void close_links(struct attachment *a, bool ret)
+/* An old return link replaced by a new one: kept a moment, for the calls entered before the new
+ * one existed (their returns reach only the old one). */
+static void *close_fd_later(void *arg)
 {
-	pthread_t *threads = xcalloc(a->nfds, sizeof(pthread_t));
-	bool *started = xcalloc(a->nfds, sizeof(bool));
+	const struct timespec grace = { 0, RETURN_GRACE_MS * 1000000L };
 
-	for (size_t i = 0; i < a->nfds; i++) {
-		if (a->link_is_return[i] != ret || a->link_fds[i] < 0)
-			continue;
-		started[i] = !pthread_create(&threads[i], NULL, close_fd,
-					     (void *)(intptr_t)a->link_fds[i]);
-		if (!started[i])
-			close(a->link_fds[i]);
-	}
-	for (size_t i = 0; i < a->nfds; i++)
-		if (started[i])
-			pthread_join(threads[i], NULL);
-	free(threads);
-	free(started);
+	nanosleep(&grace, NULL);
+	return close_fd(arg);
 }
 
-static bool shed_id(const bool *shed, size_t nids, uint64_t id)
+static void *destroy_link(void *arg)
 {
+	bpf_link__destroy(arg);
+	return NULL;
+}
+
+static void retire(struct attachment *a, void *(*close_it)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, CLOSER_STACK);
+	if (pthread_create(&t, &attr, close_it, arg)) {
+		close_it(arg); /* no thread: here, and in this order */
+	} else {
+		a->closers = xrealloc(a->closers, a->nclosers + 1, sizeof(*a->closers));
+		a->closers[a->nclosers++] = t;
+	}
+	pthread_attr_destroy(&attr);
+}
+
+static void retire_fd(struct attachment *a, int fd)
+{
+	if (fd >= 0)
+		retire(a, close_fd, (void *)(intptr_t)fd);
+}
+
+static bool shed_id(const bool *shed, size_t nids, uint64_t cookie)
+{
+	uint32_t id = (uint32_t)cookie;
+
 	return id < nids && shed[id];
 }
 
-/* Closes link i when it holds a shed probe; keeps what it held without them in its range. */
-static bool close_shed(struct attachment *a, size_t i, const bool *shed, size_t nids,
-		       bool *gone)
+/* The probes of link i that stay; the old link when it cannot be made again (the shed ones
+ * are then ignored in BPF, at their old cost). Marks the probe ids that go. */
+static void relink(struct attachment *a, size_t i, const bool *shed, size_t nids, bool *gone)
 {
-	struct link_range *r = &a->ranges[i];
-	size_t n = 0;
+	struct link_range *r = &a->ranges[i], k = *r;
+	int fd = -1;
 
-	if (a->link_fds[i] < 0)
-		return false;
-	for (size_t k = 0; k < r->cnt; k++)
-		n += !shed_id(shed, nids, r->cookies[k]);
-	if (n == r->cnt)
-		return false;
-	close(a->link_fds[i]);
-	a->link_fds[i] = -1;
-	n = 0;
-	for (size_t k = 0; k < r->cnt; k++) {
-		if (shed_id(shed, nids, r->cookies[k])) {
-			gone[r->cookies[k]] = true;
+	k.offsets = xcalloc(r->cnt, sizeof(uint64_t));
+	k.cookies = xcalloc(r->cnt, sizeof(uint64_t));
+	k.ref_ctr_offsets = r->ref_ctr_offsets ? xcalloc(r->cnt, sizeof(uint64_t)) : NULL;
+	k.cnt = 0;
+	for (size_t j = 0; j < r->cnt; j++) {
+		if (shed_id(shed, nids, r->cookies[j]))
 			continue;
-		}
-		r->offsets[n] = r->offsets[k];
-		r->cookies[n] = r->cookies[k];
+		k.offsets[k.cnt] = r->offsets[j];
+		k.cookies[k.cnt] = r->cookies[j] ^ COOKIE_ODD_LINK;
 		if (r->ref_ctr_offsets)
-			r->ref_ctr_offsets[n] = r->ref_ctr_offsets[k];
-		n++;
+			k.ref_ctr_offsets[k.cnt] = r->ref_ctr_offsets[j];
+		k.cnt++;
 	}
-	r->cnt = n;
-	return true;
+	if (k.cnt)
+		fd = attach__uprobe_multi_ref(k.prog_fd, k.path, k.offsets, k.ref_ctr_offsets,
+					      k.cookies, k.cnt, k.pid, a->link_is_return[i]);
+	if (k.cnt && fd < 0) {
+		pr_warn("probing %zu functions of %s without the shed ones failed: %s; the shed "
+			"ones stay attached (and ignored)", k.cnt, r->path, strerror(errno));
+		free(k.offsets);
+		free(k.cookies);
+		free(k.ref_ctr_offsets);
+		return;
+	}
+	for (size_t j = 0; j < r->cnt; j++)
+		if (shed_id(shed, nids, r->cookies[j]))
+			gone[(uint32_t)r->cookies[j]] = true;
+	retire(a, a->link_is_return[i] ? close_fd_later : close_fd,
+	       (void *)(intptr_t)a->link_fds[i]);
+	a->link_fds[i] = fd;
+	free(r->offsets);
+	free(r->cookies);
+	free(r->ref_ctr_offsets);
+	*r = k;
 }
 
-static void reattach(struct attachment *a, size_t i)
+static bool holds_shed(const struct link_range *r, const bool *shed, size_t nids)
 {
-	struct link_range *r = &a->ranges[i];
-
-	if (r->cnt)
-		a->link_fds[i] = attach__uprobe_multi_ref(r->prog_fd, r->path, r->offsets,
-							  r->ref_ctr_offsets, r->cookies, r->cnt,
-							  r->pid, a->link_is_return[i]);
-	if (r->cnt && a->link_fds[i] < 0)
-		pr_warn("probing %zu functions of %s again failed: %s; they are no longer "
-			"recorded", r->cnt, r->path, strerror(errno));
+	for (size_t j = 0; j < r->cnt; j++)
+		if (shed_id(shed, nids, r->cookies[j]))
+			return true;
+	return false;
 }
 
 size_t attach__shed(struct attachment *a, const bool *shed, size_t nids)
@@ -343,19 +380,16 @@ size_t attach__shed(struct attachment *a, const bool *shed, size_t nids)
 	bool *gone = xcalloc(nids + 1, sizeof(bool));
 	size_t n = 0;
 
-	/* entries first, each made again at once; then returns: a call that starts in an
-	 * entry's gap has only its return (not counted, see relinking in BPF), one that returns
-	 * in a return's gap ends as an incomplete span */
-	for (size_t i = 0; i < a->nfds; i++)
-		if (!a->link_is_return[i] && close_shed(a, i, shed, nids, gone))
-			reattach(a, i);
-	for (size_t i = 0; i < a->nfds; i++)
-		if (a->link_is_return[i] && close_shed(a, i, shed, nids, gone))
-			reattach(a, i);
+	/* returns first: a call that enters through a new entry link has its new return */
+	for (int ret = 1; ret >= 0; ret--)
+		for (size_t i = 0; i < a->nfds; i++)
+			if (a->link_is_return[i] == ret && a->link_fds[i] >= 0 &&
+			    holds_shed(&a->ranges[i], shed, nids))
+				relink(a, i, shed, nids, gone);
 	for (size_t i = 0; i < a->nlinks; i++) {
 		if (!a->links[i] || !shed_id(shed, nids, a->link_cookies[i]))
 			continue;
-		bpf_link__destroy(a->links[i]);
+		retire(a, destroy_link, a->links[i]);
 		a->links[i] = NULL;
 		gone[a->link_cookies[i]] = true;
 	}
@@ -365,12 +399,41 @@ size_t attach__shed(struct attachment *a, const bool *shed, size_t nids)
 	return n;
 }
 
+/* Waits a few seconds at most for the closing threads; those still waiting on the kernel then
+ * are left to it (the process ends when they do). */
+static void wait_closers(struct attachment *a)
+{
+	struct timespec deadline;
+	size_t left = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline); /* pthread_timedjoin_np's clock */
+	deadline.tv_sec += DETACH_WAIT_S;
+	for (size_t i = 0; i < a->nclosers; i++)
+		if (pthread_timedjoin_np(a->closers[i], NULL, &deadline)) {
+			pthread_detach(a->closers[i]);
+			left++;
+		}
+	if (left)
+		pr_warn("the kernel has not released %zu probe link%s after %d s (a thread of the "
+			"target is inside a probed call and keeps hitting return probes, of another "
+			"tool too): finishing without waiting; tracer exits when the kernel lets go",
+			left, plural_s(left), DETACH_WAIT_S);
+	free(a->closers);
+	a->closers = NULL;
+	a->nclosers = 0;
+}
+
 void attach__detach(struct attachment *a)
 {
-	close_links(a, false);
-	close_links(a, true);
-	for (size_t i = a->nlinks; i-- > 0;)
-		bpf_link__destroy(a->links[i]);
+	/* returns first: the kernel's wait ends once no return probe of ours is left */
+	for (int ret = 1; ret >= 0; ret--)
+		for (size_t i = 0; i < a->nfds; i++)
+			if (a->link_is_return[i] == ret)
+				retire_fd(a, a->link_fds[i]);
+	for (size_t i = 0; i < a->nlinks; i++)
+		if (a->links[i])
+			retire(a, destroy_link, a->links[i]);
+	wait_closers(a);
 	for (size_t i = 0; i < a->nfds; i++) {
 		free(a->ranges[i].path);
 		free(a->ranges[i].offsets);

@@ -7,6 +7,7 @@
 
 #include "probe/resolve.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 
 /* BPF_TRACE_UPROBE_MULTI (kernel 6.6): libbpf 1.1's headers predate it. */
@@ -38,6 +39,8 @@ struct attachment {
 	struct bpf_program *at_exit; /* a function's exits (probe/resolve.h: at_exit sites) */
 	struct refused_probe *refused; /* functions the kernel would not probe, left out */
 	size_t nrefused;
+	pthread_t *closers; /* threads closing links (see retire in attach.c) */
+	size_t nclosers;
 };
 
 /* A function whose uprobe the kernel refused (an instruction it cannot single-step or emulate:
@@ -67,17 +70,20 @@ bool attach__multi_supported(void);
  * Functions the kernel refuses one by one go to a->refused; any other failure is an error. */
 int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen);
-/* Stops probing the functions whose probe id is marked in shed[0..nids): their links are
- * closed (which waits for the kernel, up to a few hundred ms) and made again without them,
- * returns before entries. Returns how many probe ids were attached and are now gone. */
+/* Stops probing the functions whose probe id is marked in shed[0..nids). A uprobe_multi link
+ * that holds one is made again without them, returns before entries, and only then is the old
+ * one closed (an old return link 200 ms later, for the calls entered before the new one): the
+ * functions kept are never unprobed (a hit while both links stand reaches both programs, and
+ * BPF counts it once: COOKIE_ODD_LINK). A link that cannot be made again leaves the old one in
+ * place. Links close off this thread. Returns how many probe ids are gone. */
 size_t attach__shed(struct attachment *a, const bool *shed, size_t nids);
 /* The programs of USDT end sites (usdt_end) and of functions' exits (at_exit); without one,
  * those sites are skipped. */
 void attach__set_programs(struct attachment *a, struct bpf_program *usdt_end,
 			  struct bpf_program *at_exit);
 
-/* Entries first, then returns (the reverse of attaching). Each uprobe_multi link takes tens of
- * milliseconds to close (RCU grace periods), so the links of each kind close in parallel. */
+/* Closes every link, all at once (returns, then entries, each its own thread), and waits for
+ * the kernel to let go of them, for a few seconds at most: then says so and returns. */
 void attach__detach(struct attachment *a);
 
 #endif

@@ -125,9 +125,7 @@ static void shed(struct recording *r, struct cost *c, size_t n, double total, ui
 		bpf_map__update_elem(r->tracked.cfg_map, &id, sizeof(id), &cfg, sizeof(cfg),
 				     BPF_EXIST);
 	}
-	r->skel->bss->relinking = 1;
 	got = attach__shed(&r->tracked.attachment, b->shed, b->n);
-	r->skel->bss->relinking = 0;
 	b->relink_ns += now_ns() - now;
 	if (!b->nshed) {
 		b->shed_ns = now;

@@ -29,8 +29,8 @@ struct budget {
 	size_t nshed;
 	uint64_t shed_ns;  /* when the first were shed */
 	double shed_share; /* the share then */
-	uint64_t relink_ns; /* making links again without them: the kept functions' calls in
-			     * this time may be missed */
+	uint64_t relink_ns; /* making links again without them (the old ones stand meanwhile:
+			     * nothing is missed) */
 };
 
 void budget__init(struct budget *b, double max_pct);

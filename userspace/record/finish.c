@@ -26,10 +26,23 @@ static const char *trace_name(const struct recording *r)
 	return strcmp(r->path, "-") ? r->path : "the trace to standard output";
 }
 
+/* A pidfd for thread tid of process pid, the key of its task storage. One for a thread other
+ * than the main one needs PIDFD_THREAD (kernel 6.9); TRACER_NO_PIDFD_THREAD lets the tests
+ * see an older kernel. */
+static int thread_pidfd(int pid, int tid)
+{
+	if (tid != pid && getenv("TRACER_NO_PIDFD_THREAD")) {
+		errno = EINVAL;
+		return -1;
+	}
+	return syscall(SYS_pidfd_open, tid, tid == pid ? 0 : PIDFD_THREAD);
+}
+
 /* Calls still in progress when recording stopped: their frames are still in task storage. */
 static void close_open_spans(struct recording *r)
 {
 	int map_fd = bpf_map__fd(r->skel->maps.stacks);
+	size_t unread = 0;
 	char path[64];
 
 	for (size_t i = 0; i < r->consumer.npids; i++) {
@@ -45,9 +58,10 @@ static void close_open_spans(struct recording *r)
 
 			if (tid <= 0)
 				continue;
-			fd = syscall(SYS_pidfd_open, tid, tid == pid ? 0 : PIDFD_THREAD);
+			fd = thread_pidfd(pid, tid);
 			if (fd < 0) {
 				pr_debug("open calls of tid %d: %s", tid, strerror(errno));
+				unread += errno == EINVAL; /* not a thread gone meanwhile */
 				continue;
 			}
 			err = bpf_map_lookup_elem(map_fd, &fd, &st) ? -errno : 0;
@@ -76,6 +90,10 @@ static void close_open_spans(struct recording *r)
 		if (d)
 			closedir(d);
 	}
+	if (unread)
+		pr_warn("the calls still in progress at the stop in %zu thread%s other than a main "
+			"one are not in the trace: this kernel cannot open a thread's pidfd to read "
+			"them (PIDFD_THREAD, kernel 6.9)", unread, plural_s(unread));
 }
 
 /* What the file is: tracer, the command line (cut at cmd_max bytes), the kernel, the clock and
