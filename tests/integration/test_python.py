@@ -274,11 +274,12 @@ def test_python_system_wide(tmp):
 
 
 def test_gil_bound_verdict(tmp):
-    """tests/targets/py_gil.py: one thread runs Python flat out, the other sleeps briefly in a
-    loop and must take the GIL back after each sleep. The python-gil pack's GIL wait spans
-    (PyEval_RestoreThread, kept from 20 us) are one per sleep on that thread (each waits for
-    the other's switch interval), under the function that slept, and the summary and report
-    both say GIL-bound, naming it and the thread that holds the GIL."""
+    """tests/targets/py_gil.py: one thread runs Python flat out, the other blocks briefly in a
+    loop (the first thread lets it through) and must take the GIL back after each call. The
+    python-gil pack's GIL wait spans (PyEval_RestoreThread, kept from 20 us) are one per call on
+    that thread (each waits for the other's switch interval), under the function that made it,
+    and the summary and report both say GIL-bound, naming it and the thread that holds the
+    GIL."""
     out = os.path.join(tmp, "gil.json")
     p = subprocess.run([lib.TRACER, "-P", "python-gil", "-o", out, "--", PYTHON,
                         os.path.join(lib.ROOT, "tests", "targets", "py_gil.py"), "2"],
@@ -291,11 +292,12 @@ def test_gil_bound_verdict(tmp):
              if e["ph"] == "M" and e["name"] == "thread_name"}
     waits = [e for e in spans(trace) if e["name"] == "GIL wait"]
     assert {e["cat"] for e in waits} == {"gil"}
-    # one per sleep, except when crunch has already stopped and the GIL is free (a wait under
-    # 20 us leaves no record): that is the last one or two of the run
+    # one per call, however loaded the machine (the target makes every call wait: see its
+    # docstring), except the last, which crunch ends on its way out: the GIL may be free then
+    # (a wait under 20 us leaves no record)
     polls = sum(names.get(e["tid"]) == "poll" for e in waits)
-    assert calls - 2 <= polls <= calls and calls > 100, (calls, polls)
-    # each under the Python function that slept (its stack is read at the wait's entry)
+    assert calls - 1 <= polls <= calls and calls > 100, (calls, polls)
+    # each under the Python function that blocked (its stack is read at the wait's entry)
     assert all(e["args"].get("py") == "poll" for e in waits if names.get(e["tid"]) == "poll")
     verdict = [l for l in p.stderr.splitlines() if l.startswith("bottleneck:")]
     r = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
