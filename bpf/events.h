@@ -15,6 +15,7 @@
 #define MAX_NAME_DEREFS 4 /* pointers a name_from may follow */
 #define SPAN_NAME_LEN 32 /* a span name read from the target (name_from), NUL included */
 #define MAX_PROBES 65536
+#define MAX_TARGETS 4096 /* traced processes alive (or not yet reaped) at once */
 
 enum rec_type {
 	REC_SPAN = 1,
@@ -217,6 +218,8 @@ enum counter {
 	CNT_SKIPPED_PROBES,  /* ... and span program runs (a call or a return not seen) */
 	CNT_SCHED_GAPS,	     /* threads switched out (or in) twice: their state is unknown between */
 	CNT_SHORT_PY_WAITS,  /* interpreter waits shorter than PY_WAIT_MIN_NS, not submitted */
+	/* filled by BPF: */
+	CNT_TARGETS_FULL,    /* a process to trace found the targets map full: not traced */
 	CNT_MAX,
 };
 

@@ -215,6 +215,20 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	return 0;
 }
 
+/* A process leaves the traced set when its task is freed: its main thread (tid == tgid; in an
+ * exec from another thread the old main thread takes the other's tid) goes last, once every
+ * thread has exited and the process is reaped, after its last switch. Until then its pid cannot
+ * be given to another process; after, it may be, and that one must not look traced. */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(on_free, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (p->pid == tgid)
+		bpf_map_delete_elem(&targets, &tgid);
+	return 0;
+}
+
 SEC("tp_btf/task_rename")
 int BPF_PROG(on_rename, struct task_struct *t, const char *comm)
 {

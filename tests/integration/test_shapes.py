@@ -80,6 +80,22 @@ def test_follow_fork_and_exec(tmp):
     assert {child, execd} <= followed
 
 
+def test_follow_10000_short_lived_children(tmp):
+    """--follow through 10,000 children, one after another, each calling work() once: every
+    one is traced, the last as the first. A process leaves the kernel's set of traced ones
+    (4,096 at most) when it is freed: nothing was removed before, and from about the 4,096th
+    child on none was traced, in silence."""
+    n = 10000
+    pid, lines, trace = follow_run(tmp, [
+        {"object": "spawner", "function": "work", "category": "other"}],
+        [lib.target("spawner"), "--wait-signal", "churn", str(n)], 1)
+    last = int(lines[0][1])
+    calls = count(trace, "work")
+    assert len(calls) == n and set(calls.values()) == {1} and last in calls, \
+        (len(calls), calls.get(last))
+    assert trace["metadata"]["counts"]["processes_not_traced_map_full"] == 0
+
+
 def test_follow_exec_from_a_thread(tmp):
     """A thread other than the main one execs: the kernel gives it the main thread's id, and the
     new program's spans carry that id, not the old thread's (the BPF side keeps each thread's

@@ -169,6 +169,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_SKIPPED_PROBES] = "skipped_probe_hits",
 		[CNT_SCHED_GAPS] = "sched_state_unknown",
 		[CNT_SHORT_PY_WAITS] = "python_waits_under_20us",
+		[CNT_TARGETS_FULL] = "processes_not_traced_map_full",
 	};
 	cJSON *m = identity(r, 4096), *a, *o;
 	char *s;

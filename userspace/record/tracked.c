@@ -24,15 +24,6 @@ int tracked__find(const struct tracked *t, int pid)
 	return -1;
 }
 
-static void mark_traced(struct tracked *t, int pid)
-{
-	__u32 key = pid;
-	__u8 one = 1;
-
-	if (t->targets_map && pid > 0)
-		bpf_map__update_elem(t->targets_map, &key, sizeof(key), &one, 1, BPF_ANY);
-}
-
 static struct target *push_target(struct tracked *t)
 {
 	t->targets = xrealloc(t->targets, t->ntargets + 1, sizeof(*t->targets));
@@ -52,8 +43,9 @@ int tracked__add(struct tracked *t, int pid, char *err, size_t errlen)
 	ret = target__open(pid, push_target(t), err, errlen);
 	if (ret)
 		return ret;
+	/* the kernel side learns of it at setup (recording__setup_tracked) or, for a followed
+	 * child, at its fork: marked here, one gone by now would leave its pid looking traced */
 	t->ntargets++;
-	mark_traced(t, pid);
 	return 0;
 }
 
