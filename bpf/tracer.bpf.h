@@ -67,13 +67,16 @@ struct {
 	__type(value, struct span_stack);
 } stacks __weak SEC(".maps");
 
+/* Atomic although per-CPU: a uprobe program may be preempted between the load and the store
+ * of `*v += 1`, and another program run on the same CPU meanwhile would be lost. The budget
+ * (record/budget.c) and the summary add these up. */
 static __always_inline void count(enum counter c)
 {
 	__u32 key = c;
 	__u64 *v = bpf_map_lookup_elem(&counters, &key);
 
 	if (v)
-		*v += 1;
+		__sync_fetch_and_add(v, 1);
 }
 
 static __always_inline bool is_target(__u32 tgid)
