@@ -242,15 +242,17 @@ int BPF_PROG(on_rename, struct task_struct *t, const char *comm)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
-	struct span_stack *st = bpf_task_storage_get(&stacks, p, 0, 0);
+	struct span_stack *st;
 
+	/* every exec on the machine comes here: the cheap check first */
+	if (!is_target(p->tgid))
+		return 0;
 	/* a thread other than the main one that execs takes the main thread's id */
+	st = bpf_task_storage_get(&stacks, p, 0, 0);
 	if (st) {
 		st->tid = p->pid;
 		st->pid = p->tgid;
 	}
-	if (!is_target(p->tgid))
-		return 0;
 	task_event(p, NULL, TASK_EXEC, p->comm);
 	if (follow)
 		bpf_send_signal(19 /* SIGSTOP */);
