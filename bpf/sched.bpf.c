@@ -43,7 +43,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 /* Interrupts in progress on each CPU, hard (device handlers, hrtimer callbacks) and soft: a
  * waking inside one was not done by the task it interrupted. The kernel's preempt count would
- * say it too, but reading a per-CPU kernel variable needs CONFIG_KALLSYMS_ALL. */
+ * say it too, but reading a per-CPU kernel variable needs CONFIG_KALLSYMS_ALL. The six programs
+ * run on every interrupt, traced or not, and need no check: one per-CPU add each. Measured
+ * (bpf_stats, 2-CPU VM, pipeline traced): 2,200 runs a second of the six, 0.43 ms of CPU a
+ * second in all, a fifth of on_switch's 2.3 ms. */
 struct irq_depth {
 	__u32 hard, soft;
 };
