@@ -93,13 +93,17 @@ static __always_inline __u64 find_tstate(const struct py_proc_cfg *cfg, __u32 ti
 	return c.found;
 }
 
-/* The thread's state: the cached one while it still names this thread, else looked up. */
+/* The thread's state: the cached one while it still names this thread, else looked up. A
+ * thread inside an interpreter wait (PY_READ_WAIT: taking the GIL back) has one for sure: it is
+ * looked up whatever the last miss, which may have come before the thread put its own id into
+ * its state (3.11 creates it with its creator's): the first waits of a new thread lost their
+ * stack to the retry interval. */
 static __always_inline __u64 thread_state(const struct py_proc_cfg *cfg, struct py_thread *th,
-					  __u32 tid, __u64 now)
+					  __u32 tid, __u64 now, __u32 reason)
 {
 	if (th->tstate && read_ptr(th->tstate + cfg->tstate_native_thread_id) == tid)
 		return th->tstate;
-	if (!th->tstate && now < th->retry_ns)
+	if (!th->tstate && now < th->retry_ns && reason != PY_READ_WAIT)
 		return 0;
 	th->tstate = find_tstate(cfg, tid);
 	if (!th->tstate)
@@ -173,7 +177,7 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	__u64 size;
 
 	count(CNT_PY_CHECKS);
-	tstate = thread_state(cfg, th, tid, ts);
+	tstate = thread_state(cfg, th, tid, ts, reason);
 	if (!tstate)
 		return 0;
 	frame = read_ptr(read_ptr(tstate + cfg->tstate_cframe) + cfg->cframe_current_frame);
