@@ -99,8 +99,11 @@ def test_follow_10000_short_lived_children(tmp):
 def traced_pids(tracer):
     """The keys of a running tracer's BPF map of traced processes."""
     for fd in os.listdir(f"/proc/{tracer.pid}/fdinfo"):
-        with open(f"/proc/{tracer.pid}/fdinfo/{fd}") as f:
-            ids = [int(l.split()[1]) for l in f if l.startswith("map_id:")]
+        try:
+            with open(f"/proc/{tracer.pid}/fdinfo/{fd}") as f:
+                ids = [int(l.split()[1]) for l in f if l.startswith("map_id:")]
+        except OSError:  # an fd tracer closed meanwhile
+            continue
         for i in ids:
             show = json.loads(subprocess.run(["bpftool", "map", "show", "id", str(i), "-j"],
                                              capture_output=True, text=True).stdout)
