@@ -93,8 +93,10 @@ $(OUTPUT)/targets/%: tests/targets/%.c | $(OUTPUT)/targets
 
 test-bins: tracer $(UNIT_BINS) $(TARGET_BINS) $(OUTPUT)/fixtures/stamp viewers
 
+# CHECK_LOAD=N: with N busy loops running beside the tests (CI: one per CPU, once)
 check: test-bins
-	$(Q)scripts/as-root.sh python3 tests/run.py --output $(OUTPUT)
+	$(Q)scripts/as-root.sh python3 tests/run.py --output $(OUTPUT) \
+		$(if $(CHECK_LOAD),--load $(CHECK_LOAD))
 
 # as any user: unit tests and the tests that attach nothing (golden traces, format, docs)
 check-offline: test-bins

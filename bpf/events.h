@@ -15,6 +15,7 @@
 #define MAX_NAME_DEREFS 4 /* pointers a name_from may follow */
 #define SPAN_NAME_LEN 32 /* a span name read from the target (name_from), NUL included */
 #define MAX_PROBES 65536
+#define MAX_TARGETS 4096 /* traced processes alive (or not yet reaped) at once */
 
 enum rec_type {
 	REC_SPAN = 1,
@@ -230,6 +231,8 @@ enum counter {
 	CNT_SCHED_GAPS,	     /* threads switched out (or in) twice: their state is unknown between */
 	CNT_SHORT_PY_WAITS,  /* interpreter waits shorter than PY_WAIT_MIN_NS, not submitted */
 	CNT_EXCEPTION_SPANS, /* spans a C++ exception ended (SPAN_EXCEPTION) */
+	/* filled by BPF: */
+	CNT_TARGETS_FULL,    /* a process to trace found the targets map full: not traced */
 	CNT_MAX,
 };
 

@@ -22,7 +22,12 @@ struct {
 	__type(value, struct py_proc_cfg);
 } py_procs SEC(".maps");
 
-/* Per thread: its thread state, and what the last submitted read found on top. */
+/* Per thread: its thread state, what the last submitted read found on top, and where a read is
+ * built before it is copied to the ring with only the frames it has. The record is the
+ * thread's own, not the CPU's: a uprobe program (a probe hit's read) runs preemptible, with
+ * only migration disabled, so a per-CPU record could be half-built when another thread's read
+ * on the same CPU (its probe hit, a switch, a tick) overwrote it. A read that interrupts one
+ * of the same thread waits (busy). */
 struct py_thread {
 	__u64 tstate;
 	__u64 retry_ns; /* tstate == 0: when to look for it again */
@@ -31,6 +36,7 @@ struct py_thread {
 	__u64 top_instr;
 	__u32 submitted; /* a read was submitted since the thread was first seen */
 	__u32 busy;	 /* a read is under way: one that interrupts it (tick, switch) waits */
+	struct py_stack_rec rec;
 };
 
 struct {
@@ -39,14 +45,6 @@ struct {
 	__type(key, int);
 	__type(value, struct py_thread);
 } py_threads SEC(".maps");
-
-/* A read is built here, then copied to the ring with only the frames it has. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct py_stack_rec);
-} py_scratch SEC(".maps");
 
 static __always_inline __u64 read_ptr(__u64 addr)
 {
@@ -95,13 +93,17 @@ static __always_inline __u64 find_tstate(const struct py_proc_cfg *cfg, __u32 ti
 	return c.found;
 }
 
-/* The thread's state: the cached one while it still names this thread, else looked up. */
+/* The thread's state: the cached one while it still names this thread, else looked up. A
+ * thread inside an interpreter wait (PY_READ_WAIT: taking the GIL back) has one for sure: it is
+ * looked up whatever the last miss, which may have come before the thread put its own id into
+ * its state (3.11 creates it with its creator's): the first waits of a new thread lost their
+ * stack to the retry interval. */
 static __always_inline __u64 thread_state(const struct py_proc_cfg *cfg, struct py_thread *th,
-					  __u32 tid, __u64 now)
+					  __u32 tid, __u64 now, __u32 reason)
 {
 	if (th->tstate && read_ptr(th->tstate + cfg->tstate_native_thread_id) == tid)
 		return th->tstate;
-	if (!th->tstate && now < th->retry_ns)
+	if (!th->tstate && now < th->retry_ns && reason != PY_READ_WAIT)
 		return 0;
 	th->tstate = find_tstate(cfg, tid);
 	if (!th->tstate)
@@ -167,21 +169,18 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_proc_cfg *cfg,
 				      __u32 tgid, struct py_thread *th)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
-	struct py_stack_rec *rec;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct py_stack_rec *rec = &th->rec;
 	struct py_frame top = {};
 	__u64 tstate, frame, next = 0;
 	__u32 depth = 0, flags = 0;
 	__u64 size;
 
 	count(CNT_PY_CHECKS);
-	tstate = thread_state(cfg, th, tid, ts);
+	tstate = thread_state(cfg, th, tid, ts, reason);
 	if (!tstate)
 		return 0;
 	frame = read_ptr(read_ptr(tstate + cfg->tstate_cframe) + cfg->cframe_current_frame);
-	rec = bpf_map_lookup_elem(&py_scratch, &zero);
-	if (!rec)
-		return 0;
 	if (frame && read_frame(cfg, frame, &top, &next)) {
 		/* not an empty stack: a stack that could not be read (userspace skips it) */
 		flags = PY_FAULT;
@@ -283,11 +282,11 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	took = bpf_ktime_get_ns() - at;
 	ns = bpf_map_lookup_elem(&counters, &key);
 	if (ns)
-		*ns += took;
+		__sync_fetch_and_add(ns, took); /* atomic: see count() */
 	key = CNT_PY_PROBE_NS;
 	ns = reason >= PY_READ_PROBE ? bpf_map_lookup_elem(&counters, &key) : NULL;
 	if (ns)
-		*ns += took;
+		__sync_fetch_and_add(ns, took);
 	return ts;
 }
 

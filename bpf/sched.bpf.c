@@ -43,7 +43,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 /* Interrupts in progress on each CPU, hard (device handlers, hrtimer callbacks) and soft: a
  * waking inside one was not done by the task it interrupted. The kernel's preempt count would
- * say it too, but reading a per-CPU kernel variable needs CONFIG_KALLSYMS_ALL. */
+ * say it too, but reading a per-CPU kernel variable needs CONFIG_KALLSYMS_ALL. The six programs
+ * run on every interrupt, traced or not, and need no check: one per-CPU add each. Measured
+ * (bpf_stats, 2-CPU VM, pipeline traced): 2,200 runs a second of the six, 0.43 ms of CPU a
+ * second in all, a fifth of on_switch's 2.3 ms. */
 struct irq_depth {
 	__u32 hard, soft;
 };
@@ -215,6 +218,20 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	return 0;
 }
 
+/* A process leaves the traced set when its task is freed: its main thread (tid == tgid; in an
+ * exec from another thread the old main thread takes the other's tid) goes last, once every
+ * thread has exited and the process is reaped, after its last switch. Until then its pid cannot
+ * be given to another process; after, it may be, and that one must not look traced. */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(on_free, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (p->pid == tgid)
+		bpf_map_delete_elem(&targets, &tgid);
+	return 0;
+}
+
 SEC("tp_btf/task_rename")
 int BPF_PROG(on_rename, struct task_struct *t, const char *comm)
 {
@@ -228,15 +245,17 @@ int BPF_PROG(on_rename, struct task_struct *t, const char *comm)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
-	struct span_stack *st = bpf_task_storage_get(&stacks, p, 0, 0);
+	struct span_stack *st;
 
+	/* every exec on the machine comes here: the cheap check first */
+	if (!is_target(p->tgid))
+		return 0;
 	/* a thread other than the main one that execs takes the main thread's id */
+	st = bpf_task_storage_get(&stacks, p, 0, 0);
 	if (st) {
 		st->tid = p->pid;
 		st->pid = p->tgid;
 	}
-	if (!is_target(p->tgid))
-		return 0;
 	task_event(p, NULL, TASK_EXEC, p->comm);
 	if (follow)
 		bpf_send_signal(19 /* SIGSTOP */);

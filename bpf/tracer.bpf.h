@@ -29,10 +29,10 @@ struct {
 	__uint(max_entries, 8 << 20); /* resized by userspace (--buffer-size) */
 } events __weak SEC(".maps");
 
-/* Traced processes, by tgid. */
+/* Traced processes, by tgid: a process leaves it when it is freed (sched.bpf.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, MAX_TARGETS);
 	__type(key, __u32);
 	__type(value, __u8);
 } targets __weak SEC(".maps");
@@ -67,13 +67,16 @@ struct {
 	__type(value, struct span_stack);
 } stacks __weak SEC(".maps");
 
+/* Atomic although per-CPU: a uprobe program may be preempted between the load and the store
+ * of `*v += 1`, and another program run on the same CPU meanwhile would be lost. The budget
+ * (record/budget.c) and the summary add these up. */
 static __always_inline void count(enum counter c)
 {
 	__u32 key = c;
 	__u64 *v = bpf_map_lookup_elem(&counters, &key);
 
 	if (v)
-		*v += 1;
+		__sync_fetch_and_add(v, 1);
 }
 
 static __always_inline bool is_target(__u32 tgid)
@@ -85,7 +88,9 @@ static __always_inline void add_target(__u32 tgid)
 {
 	__u8 one = 1;
 
-	bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+	/* full: counted, and said in the summary */
+	if (bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY))
+		count(CNT_TARGETS_FULL);
 }
 
 /* Processes to stop at their entry point once their libraries are mapped (followed execs). */

@@ -9,7 +9,8 @@
 #                     inputs that reached new code to tests/fuzz/corpus/ (commit them).
 #   make check-san    tracer, unit tests and fixtures built with AddressSanitizer and
 #                     UndefinedBehaviorSanitizer into $(SAN_OUTPUT) (default $(OUTPUT)-san), then
-#                     every unit and integration test run on them (needs root, like `make check`).
+#                     every unit and integration test run on them as root (scripts/as-root.sh,
+#                     like `make check`; CHECK_LOAD=N adds N busy loops, as for check).
 #
 # Replay one input: $(OUTPUT)/fuzz/fuzz_NAME FILE.  Harnesses need clang's libFuzzer (clang >= 6).
 
@@ -140,4 +141,5 @@ endif
 check-san:
 	$(Q)$(MAKE) --no-print-directory -o tracer OUTPUT=$(SAN_OUTPUT) TRACER_SAN=1 \
 		$(SAN_OUTPUT)/tracer test-bins
-	$(Q)$(SAN_ENV) python3 tests/run.py --output $(SAN_OUTPUT)
+	$(Q)scripts/as-root.sh env $(SAN_ENV) python3 tests/run.py --output $(SAN_OUTPUT) \
+		$(if $(CHECK_LOAD),--load $(CHECK_LOAD))

@@ -80,6 +80,75 @@ def test_follow_fork_and_exec(tmp):
     assert {child, execd} <= followed
 
 
+def test_follow_10000_short_lived_children(tmp):
+    """--follow through 10,000 children, one after another, each calling work() once: every
+    one is traced, the last as the first. A process leaves the kernel's set of traced ones
+    (4,096 at most) when it is freed: nothing was removed before, and from about the 4,096th
+    child on none was traced, in silence."""
+    n = 10000
+    pid, lines, trace = follow_run(tmp, [
+        {"object": "spawner", "function": "work", "category": "other"}],
+        [lib.target("spawner"), "--wait-signal", "churn", str(n)], 1)
+    last = int(lines[0][1])
+    calls = count(trace, "work")
+    assert len(calls) == n and set(calls.values()) == {1} and last in calls, \
+        (len(calls), calls.get(last))
+    assert trace["metadata"]["counts"]["processes_not_traced_map_full"] == 0
+
+
+def traced_pids(tracer):
+    """The keys of a running tracer's BPF map of traced processes."""
+    for fd in os.listdir(f"/proc/{tracer.pid}/fdinfo"):
+        try:
+            with open(f"/proc/{tracer.pid}/fdinfo/{fd}") as f:
+                ids = [int(l.split()[1]) for l in f if l.startswith("map_id:")]
+        except OSError:  # an fd tracer closed meanwhile
+            continue
+        for i in ids:
+            show = json.loads(subprocess.run(["bpftool", "map", "show", "id", str(i), "-j"],
+                                             capture_output=True, text=True).stdout)
+            if show.get("name") == "targets":
+                dump = json.loads(subprocess.run(["bpftool", "map", "dump", "id", str(i), "-j"],
+                                                 capture_output=True, text=True).stdout)
+                return {int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
+                        for e in dump}
+    raise AssertionError("tracer holds no map named targets")
+
+
+def test_follow_reused_pid_not_traced(tmp):
+    """--follow: a child exits and is reaped, and leaves the kernel's set of traced processes;
+    a stranger that later gets its pid (through ns_last_pid) and runs the same program is not
+    traced (the entry stayed before, and its calls were recorded)."""
+    out = os.path.join(tmp, "reuse.json")
+    keep, keep_pid = start_pipeline("--forever")  # keeps tracer recording after the spawner
+    p, pid = start([lib.target("spawner"), "--wait-signal", "churn", "1"])
+    probes = pack(tmp, "shapes", [{"object": "spawner", "function": "work", "category": "other"}])
+    tr = start_tracer("-p", f"{keep_pid},{pid}", "--follow", "-P", probes, "-o", out)
+    sigusr1(pid)
+    child = int(p.stdout.readline().split()[1])
+    assert wait_exit(p)[0] == 0
+    deadline = time.monotonic() + 10  # freed after an RCU grace period
+    while child in traced_pids(tr) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for _ in range(20):  # another process on the machine may take the pid first
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(child - 1))
+        stranger = subprocess.Popen([lib.target("spawner"), "work", "5"])
+        stranger.wait()
+        if stranger.pid == child:
+            break
+    else:
+        raise lib.Skip(f"pid {child} could not be given again")
+    tr.send_signal(signal.SIGINT)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    keep.send_signal(signal.SIGINT)
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    calls = count(trace, "work")[child]
+    assert calls == 1, calls  # the child's call; none of the stranger's five
+
+
 def test_follow_exec_from_a_thread(tmp):
     """A thread other than the main one execs: the kernel gives it the main thread's id, and the
     new program's spans carry that id, not the old thread's (the BPF side keeps each thread's

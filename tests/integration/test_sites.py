@@ -97,8 +97,11 @@ def test_moved_libc_sites_on_a_real_program(tmp):
     want = subprocess.run(["/usr/bin/python3", "-c", script], capture_output=True,
                           text=True).stdout
     specs = [a for f in LIBC_MOVED for a in ("-u", f"other:libc.so.6:{f}")]
-    p = subprocess.run([lib.TRACER, *specs, "--no-python", "-o", out, "--", "/usr/bin/python3",
-                        "-c", script], capture_output=True, text=True, timeout=300)
+    # the probes cost the target 57-64% of its CPU time: no overhead budget, or on a loaded
+    # machine, where the run outlasts the budget's first check, the mutex probes are shed
+    p = subprocess.run([lib.TRACER, *specs, "--no-python", "--max-overhead", "0", "-o", out,
+                        "--", "/usr/bin/python3", "-c", script], capture_output=True, text=True,
+                       timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout == want, (p.stdout, want)
     trace, text = load_trace(out)

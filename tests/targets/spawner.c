@@ -7,6 +7,8 @@
  *     plugin_work() N times, 10 ms apart; prints "loaded" when the library is in.
  *   spawner --wait-signal thread-exec N PROGRAM ARGS...: a second thread calls work() N times,
  *     prints "thread TID", and execs PROGRAM ARGS (the kernel gives it the main thread's id).
+ *   spawner --wait-signal churn N: N children one after another, each calls work() once and
+ *     exits, reaped before the next starts; prints "last PID" (the last child) at the end.
  *   spawner work N: calls work() N times, at once.
  */
 #define _GNU_SOURCE /* gettid */
@@ -63,6 +65,27 @@ static int do_fork(int n, char **prog)
 	waitpid(child, &st1, 0);
 	waitpid(exec_child, &st2, 0);
 	return WIFEXITED(st1) && WIFEXITED(st2) && !WEXITSTATUS(st1) && !WEXITSTATUS(st2) ? 0 : 1;
+}
+
+static int do_churn(int n)
+{
+	pid_t child = 0;
+	int st;
+
+	for (int i = 0; i < n; i++) {
+		child = fork();
+		if (child < 0)
+			return 1;
+		if (child == 0) {
+			work(i);
+			_exit(0);
+		}
+		if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st))
+			return 1;
+	}
+	printf("last %d\n", child);
+	fflush(stdout);
+	return 0;
 }
 
 struct thread_exec {
@@ -122,6 +145,10 @@ int main(int argc, char **argv)
 		wait_signal();
 		return do_thread_exec(atoi(argv[3]), &argv[4]);
 	}
+	if (argc == 4 && !strcmp(argv[1], "--wait-signal") && !strcmp(argv[2], "churn")) {
+		wait_signal();
+		return do_churn(atoi(argv[3]));
+	}
 	if (argc == 5 && !strcmp(argv[1], "--wait-signal") && !strcmp(argv[2], "dlopen")) {
 		wait_signal();
 		return do_dlopen(argv[3], atoi(argv[4]));
@@ -135,6 +162,6 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "dlopen"))
 		return do_dlopen(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: spawner --wait-signal fork|thread-exec N PROGRAM ARGS... | "
-			"[--wait-signal] dlopen LIBRARY N | work N\n");
+			"--wait-signal churn N | [--wait-signal] dlopen LIBRARY N | work N\n");
 	return 2;
 }

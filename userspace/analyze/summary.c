@@ -342,6 +342,10 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 			   "(one of tracer's programs was already running on that CPU).\n",
 			(unsigned long long)c[CNT_SKIPPED_SCHED],
 			(unsigned long long)c[CNT_SKIPPED_PROBES]);
+	if (c[CNT_TARGETS_FULL])
+		fprintf(f, "\nLOST: %llu processes not traced: more traced processes alive at once "
+			   "than the kernel side holds (%d).\n",
+			(unsigned long long)c[CNT_TARGETS_FULL], MAX_TARGETS);
 	if (c[CNT_SCHED_GAPS])
 		fprintf(f, "\nMissing switches: %llu times a thread was switched out (or in) twice "
 			   "in a row; its state between is unknown (marked on its track), not "

@@ -122,8 +122,10 @@ static void shed(struct recording *r, struct cost *c, size_t n, double total, ui
 		uint32_t id = c[i].id;
 
 		cfg.flags |= PROBE_SHED;
-		bpf_map__update_elem(r->tracked.cfg_map, &id, sizeof(id), &cfg, sizeof(cfg),
-				     BPF_EXIST);
+		if (bpf_map__update_elem(r->tracked.cfg_map, &id, sizeof(id), &cfg, sizeof(cfg),
+					 BPF_EXIST))
+			pr_warn("probe %u: cannot mark it shed (%s): calls of it under way as it "
+				"goes may be counted as returns without an entry", id, strerror(errno));
 	}
 	got = attach__shed(&r->tracked.attachment, b->shed, b->n);
 	b->relink_ns += now_ns() - now;

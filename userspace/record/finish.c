@@ -188,6 +188,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_SCHED_GAPS] = "sched_state_unknown",
 		[CNT_SHORT_PY_WAITS] = "python_waits_under_20us",
 		[CNT_EXCEPTION_SPANS] = "spans_ended_by_exception",
+		[CNT_TARGETS_FULL] = "processes_not_traced_map_full",
 	};
 	cJSON *m = identity(r, 4096), *a, *o;
 	char *s;

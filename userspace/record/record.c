@@ -73,9 +73,10 @@ static int prepare(struct recording *r)
 	}
 	if (!err && !r->skel)
 		err = recording__load_bpf(r);
+	if (!err)
+		err = recording__setup_tracked(r);
 	if (err)
 		return err;
-	recording__setup_tracked(r);
 	if (opts->start_paused)
 		r->skel->bss->phase = PHASE_PAUSED;
 	/* the trace's zero: before any probe can fire */

@@ -75,7 +75,7 @@ void recording__warn_hazards(const struct recording *r);
 int recording__choose_specs(struct recording *r);
 int recording__load_bpf(struct recording *r);
 int recording__check_targets(struct recording *r);
-void recording__setup_tracked(struct recording *r);
+int recording__setup_tracked(struct recording *r);
 int recording__attach_sched(struct recording *r);
 int recording__open_output(struct recording *r);
 void recording__add_existing_threads(struct recording *r);

@@ -255,7 +255,7 @@ int recording__check_targets(struct recording *r)
 }
 
 /* The BPF side of the tracked set. */
-void recording__setup_tracked(struct recording *r)
+int recording__setup_tracked(struct recording *r)
 {
 	struct tracked *t = &r->tracked;
 
@@ -271,9 +271,13 @@ void recording__setup_tracked(struct recording *r)
 		__u32 pid = t->targets[i].pid;
 		__u8 one = 1;
 
-		if (pid)
-			bpf_map__update_elem(t->targets_map, &pid, sizeof(pid), &one, 1, BPF_ANY);
+		if (pid && bpf_map__update_elem(t->targets_map, &pid, sizeof(pid), &one, 1, BPF_ANY)) {
+			pr_err("pid %u: cannot add it to the traced processes (%s): trace at most %u "
+			       "at once", pid, strerror(errno), bpf_map__max_entries(t->targets_map));
+			return -errno;
+		}
 	}
+	return 0;
 }
 
 /* An interrupt entry program counts up, its exit program down: attached before its exit, an

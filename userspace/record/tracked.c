@@ -24,15 +24,6 @@ int tracked__find(const struct tracked *t, int pid)
 	return -1;
 }
 
-static void mark_traced(struct tracked *t, int pid)
-{
-	__u32 key = pid;
-	__u8 one = 1;
-
-	if (t->targets_map && pid > 0)
-		bpf_map__update_elem(t->targets_map, &key, sizeof(key), &one, 1, BPF_ANY);
-}
-
 static struct target *push_target(struct tracked *t)
 {
 	t->targets = xrealloc(t->targets, t->ntargets + 1, sizeof(*t->targets));
@@ -52,8 +43,9 @@ int tracked__add(struct tracked *t, int pid, char *err, size_t errlen)
 	ret = target__open(pid, push_target(t), err, errlen);
 	if (ret)
 		return ret;
+	/* the kernel side learns of it at setup (recording__setup_tracked) or, for a followed
+	 * child, at its fork: marked here, one gone by now would leave its pid looking traced */
 	t->ntargets++;
-	mark_traced(t, pid);
 	return 0;
 }
 
@@ -96,8 +88,12 @@ static size_t make_views(struct tracked *t, struct target *views)
 	return n;
 }
 
-static void write_cfgs(struct tracked *t, size_t first)
+/* What each new probe captures, before it is attached: a probe without its config would
+ * record nothing of what it was asked for, so that is an error, not a silent loss. */
+static int write_cfgs(struct tracked *t, size_t first, char *err, size_t errlen)
 {
+	size_t no_args = 0;
+
 	for (__u32 id = first; id < t->probes.cnt; id++) {
 		struct probe_cfg cfg = t->probes.v[id].cfg;
 
@@ -105,10 +101,21 @@ static void write_cfgs(struct tracked *t, size_t first)
 			cfg.flags &= ~(PROBE_ARGS | PROBE_RET | PROBE_NAME_FROM | PROBE_USDT);
 		if ((cfg.flags & PROBE_USDT) && t->usdt_map &&
 		    bpf_map__update_elem(t->usdt_map, &id, sizeof(id), &t->probes.v[id].usdt,
-					 sizeof(t->probes.v[id].usdt), BPF_ANY))
+					 sizeof(t->probes.v[id].usdt), BPF_ANY)) {
 			cfg.flags &= ~(PROBE_USDT | PROBE_ARGS); /* no room: no arguments */
-		bpf_map__update_elem(t->cfg_map, &id, sizeof(id), &cfg, sizeof(cfg), BPF_ANY);
+			no_args++;
+		}
+		if (bpf_map__update_elem(t->cfg_map, &id, sizeof(id), &cfg, sizeof(cfg), BPF_ANY)) {
+			snprintf(err, errlen, "%s: cannot configure its probe: %s",
+				 t->probes.v[id].function, strerror(errno));
+			return -errno;
+		}
 	}
+	if (no_args)
+		pr_warn("%zu USDT probe%s recorded without %s arguments: more with arguments than "
+			"the kernel side holds (%u)", no_args, plural_s(no_args),
+			no_args == 1 ? "its" : "their", bpf_map__max_entries(t->usdt_map));
+	return 0;
 }
 
 #define STEPPED_WARN 20 /* single-stepped sites worth a warning, if a quarter of all */
@@ -196,7 +203,7 @@ static int attach_specs(struct tracked *t, const struct probe_specs *specs, stru
 			size_t n, unsigned int flags, char *err, size_t errlen)
 {
 	struct attach_sites sites = { 0 };
-	size_t first = t->probes.cnt;
+	size_t first = t->probes.cnt, refused = t->attachment.nrefused;
 	int ret;
 
 	ret = resolve__probes(specs, views, n, flags, &t->probes, &sites, err, errlen);
@@ -206,16 +213,15 @@ static int attach_specs(struct tracked *t, const struct probe_specs *specs, stru
 		ret = -E2BIG;
 	}
 	if (!ret) {
-		size_t refused = t->attachment.nrefused;
-
 		warn_stepped(&sites);
-		write_cfgs(t, first);
-		ret = hook_exceptions(t, &sites, err, errlen);
+		ret = write_cfgs(t, first, err, errlen);
 		if (!ret)
-			ret = attach__sites(&t->attachment, &sites, t->enter, t->exit, err, errlen);
-		if (!ret)
-			ret = report_refused(t, refused, err, errlen);
+			ret = hook_exceptions(t, &sites, err, errlen);
 	}
+	if (!ret)
+		ret = attach__sites(&t->attachment, &sites, t->enter, t->exit, err, errlen);
+	if (!ret)
+		ret = report_refused(t, refused, err, errlen);
 	attach_sites__free(&sites);
 	return ret;
 }
