@@ -250,7 +250,7 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	struct py_thread *th;
 	__u64 *ns, took, at;
 
-	if (!py_active || phase == PHASE_PAUSED)
+	if (!py_active || phase >= PHASE_DETACHING) /* paused, or the recording ended */
 		return 0;
 	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!cfg)

@@ -17,7 +17,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
 	struct switch_rec *r;
 
-	if (phase == PHASE_PAUSED || (!is_target(prev_pid) && !is_target(next_pid)))
+	if (phase >= PHASE_DETACHING || (!is_target(prev_pid) && !is_target(next_pid)))
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -131,7 +131,7 @@ static __always_inline int wakeup(struct task_struct *p, __u32 kind)
 	struct span_stack *st;
 	struct wakeup_rec *r;
 
-	if (phase == PHASE_PAUSED || !is_target(pid))
+	if (phase >= PHASE_DETACHING || !is_target(pid))
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {

@@ -33,8 +33,9 @@ static __always_inline bool traced_process(bool entry)
 }
 
 /* Written by userspace while the probes are live (enum record_phase): while attaching, a return
- * may come from a call entered before its entry probe was attached; while detaching or paused,
- * entries are not pushed, so that every frame pushed still meets its return. */
+ * may come from a call entered before its entry probe was attached; while paused, entries are
+ * not pushed, so that every frame pushed still meets its return; while detaching nothing is
+ * recorded (the calls still open are read from task storage). */
 volatile __u32 phase = PHASE_ATTACHING;
 
 /* Frame flags besides the probe's: pushed through a link with COOKIE_ODD_LINK; returned (the
@@ -230,7 +231,9 @@ static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 n
 	struct frame *f;
 	__u32 top;
 
-	if (!traced_process(false))
+	/* the recording has ended (record/finish.c): calls still open end at its end, read from
+	 * task storage */
+	if (phase == PHASE_DETACHING || !traced_process(false))
 		return 0;
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st)
@@ -296,7 +299,7 @@ int BPF_KPROBE(on_exception)
 {
 	struct span_stack *st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 
-	if (!st || !st->depth)
+	if (!st || !st->depth || phase == PHASE_DETACHING)
 		return 0;
 	if (bpf_get_attach_cookie(ctx) == EXC_THROW) {
 		st->in_flight = 1;
@@ -316,7 +319,7 @@ int BPF_KPROBE(usdt_end)
 	struct span_stack *st;
 	__u32 top;
 
-	if (!traced_process(false))
+	if (phase == PHASE_DETACHING || !traced_process(false))
 		return 0;
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st)

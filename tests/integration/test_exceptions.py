@@ -128,6 +128,9 @@ def launch_cxx_throw(tmp, target):
     for n in range(1, 6):
         assert kinds[(f"ops::stage{n}", "exc")] and kinds[(f"ops::stage{n}", "ret")], kinds
     assert kinds[("ops::job", "exc")] == 4 * 5 and kinds[("ops::where", "ret")] == 5
+    # a signal handler on the sigaltstack: its calls, and a throw caught there
+    assert kinds[("ops::on_altstack", "ret")] == 2 * 5 and kinds[("ops::raise_on", "ret")] == 5
+    assert kinds[("ops::throw_in_handler", "exc")] == 5, kinds
     assert "?" not in re.search(r"backtrace=(\S+)", want[0]).group(1)
     assert not [e for e in trace["traceEvents"] if how_ended(e) == "inc"]
     m = re.search(r"C\+\+ exceptions: (\d+) spans ended by an exception", p.stderr)

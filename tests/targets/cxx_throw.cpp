@@ -7,7 +7,8 @@
  *   - a rethrow (`throw;`) from a catch two levels up, std::throw_with_nested, and
  *     std::rethrow_exception of an exception a pool thread stored in a std::future;
  *   - backtrace() from inside probed frames (it walks the stack through their return slots);
- *   - ops::on_altstack, run from a signal handler on a sigaltstack above the thread's stack.
+ *   - ops::on_altstack, run from a signal handler on a sigaltstack above the thread's stack,
+ *     and ops::throw_in_handler, whose exception the handler catches there.
  * Every line it prints depends only on what it computed, so a traced run prints exactly what an
  * untraced one does. With --log FILE it records each probed call: "tid name start_ns end_ns how"
  * (how: ret, or exc when an exception left the call), CLOCK_MONOTONIC.
@@ -252,6 +253,15 @@ PROBED long on_altstack(long x)
 	return sink;
 }
 
+/* Throws from a signal handler's callee, on the alternate stack; the handler catches it. */
+PROBED void throw_in_handler()
+{
+	CallLog log("ops::throw_in_handler");
+
+	throws++;
+	throw Failure("in a handler", 0);
+}
+
 /* The caller of the signal: a probed frame open on the thread's own stack while the handler
  * runs on the alternate one. */
 PROBED long raise_on(int sig)
@@ -265,7 +275,15 @@ PROBED long raise_on(int sig)
 } // namespace ops
 
 static void on_stop(int) { stop = 1; }
-static void on_usr2(int) { ops::on_altstack(1); }
+static void on_usr2(int)
+{
+	ops::on_altstack(1);
+	try {
+		ops::throw_in_handler();
+	} catch (const ops::Failure &) {
+		ops::on_altstack(2);
+	}
+}
 
 /* The alternate stack sits above the thread stack of the thread that uses it, so the kernel
  * sees the handler's stack pointer above every frame open on the thread's own stack. */

@@ -372,16 +372,18 @@ int recording__finish(struct recording *r)
 	int err;
 
 	/* paused stays paused: nothing new is recorded either way */
-	if (r->skel->bss->phase != PHASE_PAUSED)
-		r->skel->bss->phase = PHASE_DETACHING;
+	/* The recording ends here: from now on the BPF programs record nothing (no span, switch,
+	 * wake-up or Python read), while the links close, which can take a while in the kernel;
+	 * the calls still open end at r->end, read from task storage. Every producer is gone
+	 * before the drain: a busy target's context switches would otherwise keep a slow reader
+	 * draining for as long as the load lasts */
+	r->skel->bss->phase = PHASE_DETACHING;
+	r->end = now_ns();
 	attach__detach(&r->tracked.attachment);
-	/* every producer stops before the drain: a busy target's context switches would
-	 * otherwise keep a slow reader draining for as long as the load lasts */
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);
 	r->nsched = 0;
 	py_record__stop(&r->py);
-	r->end = now_ns();
 	recording__drain(r);
 	close_open_spans(r);
 	py_record__finish(&r->py, r->end);
