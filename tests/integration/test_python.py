@@ -164,8 +164,10 @@ def test_torch_operators_under_python(tmp):
     py = [e for e in xs if e["cat"] == "python"]
     # each operator records the Python function and line that called it: F.conv2d in
     # Conv2d._conv_forward (Python stacks are read from before the first probe is attached)
-    called = [e for e in ops if e.get("args", {}).get("py") == "Conv2d._conv_forward"]
-    assert len(called) == len(ops), [e for e in ops if e not in called][:5]
+    # (a call still running at the stop ends there, incomplete, without one)
+    done = [e for e in ops if not e.get("args", {}).get("incomplete")]
+    called = [e for e in done if e.get("args", {}).get("py") == "Conv2d._conv_forward"]
+    assert len(called) == len(done) >= len(ops) - 1, [e for e in ops if e not in called][:5]
     # the line is the call itself, as the source file says
     for path_line in {e["args"]["py_line"] for e in called}:
         path, line = path_line.rsplit(":", 1)

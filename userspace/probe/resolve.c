@@ -176,7 +176,8 @@ static size_t matching_syms(struct sym_entry *e, const char *glob, struct index_
 	}
 	for (; lo < e->ndemangled && !strcmp(e->demangled[lo].name, glob); lo++)
 		index_list__add(out, e->demangled[lo].sym);
-	qsort(out->v, out->cnt, sizeof(*out->v), by_index);
+	if (out->cnt > 1)
+		qsort(out->v, out->cnt, sizeof(*out->v), by_index);
 	n = 0;
 	for (size_t i = 0; i < out->cnt; i++) /* a name and its demangled one: once */
 		if (!n || out->v[n - 1] != out->v[i])
