@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "probe/resolve.h"
+#include "probe/sym_index.h"
 #include "elf/demangle.h"
 #include "elf/elf_syms.h"
 #include "elf/site.h"
@@ -11,63 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A growing array of indexes (doubling: tens of thousands of matches). */
-struct index_list {
-	size_t *v;
-	size_t cnt, cap;
-};
-
-static void index_list__add(struct index_list *l, size_t i)
-{
-	if (l->cnt == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 64;
-		l->v = xrealloc(l->v, l->cap, sizeof(*l->v));
-	}
-	l->v[l->cnt++] = i;
-}
-
-/* A demangled name ("onnx::Conv::Compute", with or without its parameters) of a symbol. */
-struct demangled_name {
-	const char *name;
-	size_t sym; /* index in elf_syms */
-};
-
-/* Symbols are read once per (dev, inode), however many targets map the object. */
-struct sym_cache {
-	struct sym_entry {
-		dev_t dev;
-		ino_t ino;
-		struct elf_syms *syms; /* NULL if unreadable */
-		/* the C++ symbols' demangled names, sorted: a spec that names one function is
-		 * looked up, not matched against every symbol (10,000 specs x 70,000 symbols) */
-		struct demangled_name *demangled;
-		size_t ndemangled;
-		bool indexed;
-	} *v;
-	size_t cnt;
-};
-
-static struct sym_entry *sym_cache__entry(struct sym_cache *c, const struct mapped_object *o)
-{
-	struct elf_syms *syms = NULL;
-	int ret;
-
-	for (size_t i = 0; i < c->cnt; i++)
-		if (c->v[i].dev == o->dev && c->v[i].ino == o->ino)
-			return &c->v[i];
-	ret = elf_syms__open(o->open_path, &syms);
-	if (ret)
-		pr_debug("cannot read symbols of %s: %s", o->path, strerror(-ret));
-	c->v = xrealloc(c->v, c->cnt + 1, sizeof(*c->v));
-	c->v[c->cnt] = (struct sym_entry){ .dev = o->dev, .ino = o->ino, .syms = syms };
-	return &c->v[c->cnt++];
-}
-
-static struct elf_syms *sym_cache__get(struct sym_cache *c, const struct mapped_object *o)
-{
-	return sym_cache__entry(c, o)->syms;
-}
 
 /* The process's executable switches stacks (swapcontext...): a return probe anywhere in it
  * can return onto the wrong stack, so all its probes are entry-only, as in a Go program. */
@@ -92,100 +36,6 @@ static bool switches_stacks(struct sym_cache *c, const struct target *t, int *wa
 	return false;
 }
 
-static void sym_cache__free(struct sym_cache *c)
-{
-	for (size_t i = 0; i < c->cnt; i++) {
-		elf_syms__free(c->v[i].syms);
-		free(c->v[i].demangled);
-	}
-	free(c->v);
-}
-
-static int by_demangled(const void *a, const void *b)
-{
-	const struct demangled_name *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-
-	return c ? c : x->sym < y->sym ? -1 : x->sym > y->sym;
-}
-
-static void index_demangled(struct sym_entry *e)
-{
-	size_t n = 0;
-
-	e->indexed = true;
-	if (!e->syms)
-		return;
-	e->demangled = xcalloc(2 * e->syms->cnt + 1, sizeof(*e->demangled));
-	for (size_t k = 0; k < e->syms->cnt; k++) {
-		const struct demangled *d = demangle__get(e->syms->syms[k].name);
-
-		if (!d)
-			continue;
-		e->demangled[n++] = (struct demangled_name){ d->base, k };
-		if (strcmp(d->full, d->base))
-			e->demangled[n++] = (struct demangled_name){ d->full, k };
-	}
-	qsort(e->demangled, n, sizeof(*e->demangled), by_demangled);
-	e->ndemangled = n;
-}
-
-/* A glob without wildcards (fnmatch's *, ?, [ and \\) matches its own text only. */
-static bool is_plain(const char *glob)
-{
-	return !strpbrk(glob, "*?[\\");
-}
-
-static int by_index(const void *a, const void *b)
-{
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The symbols (indexes, ascending) that demangle__match(glob) matches: for a plain name, those
- * of that name and those whose demangled name it is, by binary search; else every symbol
- * tried. */
-static size_t matching_syms(struct sym_entry *e, const char *glob, struct index_list *out)
-{
-	const struct elf_syms *syms = e->syms;
-	size_t lo = 0, hi, n;
-
-	out->cnt = 0;
-	if (!syms)
-		return 0;
-	if (!is_plain(glob)) {
-		for (size_t k = 0; k < syms->cnt; k++)
-			if (demangle__match(glob, syms->syms[k].name))
-				index_list__add(out, k);
-		return out->cnt;
-	}
-	for (const struct elf_sym *f = elf_syms__find(syms, glob);
-	     f && f < syms->syms + syms->cnt && !strcmp(f->name, glob); f++)
-		index_list__add(out, f - syms->syms);
-	if (!e->indexed)
-		index_demangled(e);
-	hi = e->ndemangled;
-	while (lo < hi) { /* the first demangled name not less than glob */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (strcmp(e->demangled[mid].name, glob) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < e->ndemangled && !strcmp(e->demangled[lo].name, glob); lo++)
-		index_list__add(out, e->demangled[lo].sym);
-	if (out->cnt > 1)
-		qsort(out->v, out->cnt, sizeof(*out->v), by_index);
-	n = 0;
-	for (size_t i = 0; i < out->cnt; i++) /* a name and its demangled one: once */
-		if (!n || out->v[n - 1] != out->v[i])
-			out->v[n++] = out->v[i];
-	return out->cnt = n;
-}
-
-/* USDT notes, likewise once per object. */
 struct usdt_cache {
 	struct {
 		dev_t dev;
@@ -760,7 +610,7 @@ static bool resolve_functions(const struct probe_spec *spec, struct target *targ
 	const struct elf_syms *syms = e->syms;
 	bool any = false;
 
-	matching_syms(e, spec->function, found);
+	sym_cache__match(e, spec->function, found);
 	for (size_t i = 0; i < found->cnt; i++) {
 		size_t k = found->v[i];
 		const struct elf_sym *sym = &syms->syms[k];
