@@ -206,7 +206,7 @@ int BPF_KPROBE(span_enter)
 	f->flags = cfg->flags | (cookie & COOKIE_ODD_LINK ? FRAME_ODD_LINK : 0);
 	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))
 		capture_entry(ctx, cfg, id, &f->cap);
-	/* No return probe (Go, C++ exceptions, coroutines): the call is an instant. The frame
+	/* No return probe (Go, stack switching, --entry-only): the call is an instant. The frame
 	 * slot is only scratch space; the stack does not grow. */
 	if (cfg->flags & PROBE_ENTRY_ONLY) {
 		submit_frame(st, f, d, now, SPAN_INSTANT);
@@ -224,7 +224,8 @@ static __always_inline bool shed_probe(__u32 id)
 	return cfg && (cfg->flags & PROBE_SHED);
 }
 
-/* A call of the innermost frame ends: entered at stack pointer entry_sp, by the probe `id`. */
+/* A call of the innermost frame ends: entered at stack pointer entry_sp, by the probe whose id
+ * is this link's cookie. */
 static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 now)
 {
 	struct span_stack *st;
