@@ -256,8 +256,11 @@ def test_cxx_calls_end_at_their_exits_no_warning(tmp):
     trace, text = load_trace(out)
     assert check_format(trace, text) == []
     conv = [e for e in spans(trace) if e["name"] == "onnx::Conv::Compute"]
-    # each Compute spins 200 us: its span, ended at its own ret, lasts that long
-    assert len(conv) > 100 and all(e["dur"] >= 200 for e in conv), conv[:3]
+    # each Compute spins 200 us: its span, ended at its own ret, lasts that long (the one
+    # still running at the stop ends there, marked incomplete)
+    done = [e for e in conv if not e.get("args", {}).get("incomplete")]
+    assert len(done) >= len(conv) - 1 > 100, (len(done), len(conv))
+    assert all(e["dur"] >= 200 for e in done), [e for e in done if e["dur"] < 200][:3]
     assert [x["exits"] for x in trace["metadata"]["probes"]] == [1]
     rc, err = lib.run_tracer("-p", pid, "--entry-only", "-u", spec, "-d", "0.6", "-o", out)
     assert rc == 0, err
