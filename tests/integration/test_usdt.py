@@ -147,3 +147,35 @@ def test_usdt_not_found_suggests_usdt_probes(tmp):
 def run_list(*args):
     p = subprocess.run([lib.TRACER, "list", *args], capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
+
+
+def test_more_usdt_probes_with_arguments_than_the_bpf_side_holds(tmp):
+    """4,352 USDT sites with an argument, where the BPF side keeps 4,096 argument layouts: the
+    probes past it are still recorded, without their argument, and one line says how many."""
+    p = subprocess.Popen([target("usdt_many"), "3"], stdout=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    pid = int(line[1])
+    pack = os.path.join(tmp, "many.json")
+    with open(pack, "w") as f:
+        json.dump({"name": "many", "description": "test", "probes": [
+            {"object": "usdt_many", "usdt": "tracer_many:hit", "category": "operator",
+             "args": {"i": "arg0"}}]}, f)
+    out = os.path.join(tmp, "many.json.trace")
+    tr = start_tracer("-p", pid, "-P", pack, "-o", out, "--max-overhead", "0")
+    sigusr1(pid)
+    wait_exit(p)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert "256 USDT probes recorded without their arguments: more with arguments than the " \
+        "kernel side holds (4096)" in err, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    hits = [e for e in trace["traceEvents"] if e.get("name") == "tracer_many:hit"]
+    # every site, every round: none dropped for want of room
+    assert len(hits) == 3 * 4352, len(hits)
+    with_arg = [e["args"]["i"] for e in hits if "i" in (e.get("args") or {})]
+    assert len(with_arg) == 3 * 4096, len(with_arg)
+    # each argument read is its own site's index
+    assert sorted(set(with_arg)) == sorted(with_arg[:4096]) and len(set(with_arg)) == 4096

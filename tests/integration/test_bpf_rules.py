@@ -1,0 +1,141 @@
+"""Rules the verifier does not enforce, checked on the linked BPF object.
+
+Uprobe programs run preemptible, with only migration disabled: two programs can interleave on one
+CPU. A per-CPU map value written from one with a plain store (a scratch record filled in steps, a
+counter's `*v += 1`) can be overwritten or lose an increment when another program runs between
+its load and its store. The race cannot be made to happen on demand, so this test reads the
+instructions instead: in every program that can be preempted (uprobe, uretprobe, usdt, and the
+subprograms in .text, which any program may call), a store through a pointer into a per-CPU map
+value must be atomic (`lock ... +=`)."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+import lib
+
+PREEMPTIBLE = ("uprobe", "uretprobe", "usdt", "kprobe", "kretprobe", ".text")
+LOOKUP = 1  # BPF_FUNC_map_lookup_elem
+
+
+def percpu_maps(root):
+    """Names of the per-CPU maps the BPF sources define."""
+    names = set()
+    for path in glob.glob(os.path.join(root, "bpf", "*.[ch]")):
+        with open(path) as f:
+            text = f.read()
+        for body, name in re.findall(r"struct\s*\{([^{}]*)\}\s*(\w+)(?:\s+__weak)?\s+SEC\(\"\.maps\"\)",
+                                     text):
+            if "BPF_MAP_TYPE_PERCPU" in body:
+                names.add(name)
+    return names
+
+
+def sections(obj):
+    """{section: [(index, instruction text, relocated symbol or None)]} from llvm-objdump."""
+    objdump = shutil.which("llvm-objdump") or shutil.which("llvm-objdump-14")
+    if not objdump:
+        raise lib.Skip("llvm-objdump is not installed (scripts/install-deps.sh installs llvm)")
+    out = subprocess.run([objdump, "-dr", "--no-show-raw-insn", obj], check=True,
+                         capture_output=True, text=True).stdout
+    result, current = {}, None
+    for line in out.splitlines():
+        m = re.match(r"Disassembly of section (\S+):", line)
+        if m:
+            current = result.setdefault(m.group(1), [])
+            continue
+        m = re.match(r"\s+[0-9a-f]+:\s+R_BPF_64_64\s+(\S+)", line)
+        if m and current:
+            current[-1][2] = m.group(1)
+            continue
+        m = re.match(r"\s+(\d+):\s+(.*)", line)
+        if m and current is not None:
+            current.append([int(m.group(1)), m.group(2).strip(), None])
+    return result
+
+
+def unsafe_stores(insns, percpu):
+    """Plain stores through a register (or a spilled copy) that holds a per-CPU map value
+    pointer. A linear pass (each value's lookup and use are close together in what clang emits)
+    that forgets the registers after an unconditional jump, since what follows is reached from
+    elsewhere."""
+    regs, slots, bad = {}, {}, []
+    for index, text, reloc in insns:
+        if re.match(r"(goto|exit)\b", text):
+            regs = {}  # what follows is reached only by a jump: its registers are not these
+            continue
+        m = re.match(r"r(\d+) = 0 ll$", text)
+        if m:
+            regs[m.group(1)] = ("map", reloc) if reloc in percpu else None
+            continue
+        m = re.match(r"call (\d+)$", text)
+        if m:
+            r1 = regs.get("1")
+            value = ("value", r1[1]) if m.group(1) == str(LOOKUP) and r1 and r1[0] == "map" else None
+            for r in "012345":
+                regs.pop(r, None)
+            regs["0"] = value
+            continue
+        m = re.match(r"(lock )?\*\(u\d+ \*\)\(r(\d+) [+-] (-?\d+)\) (=|\+=|\|=|&=|\^=) (r\d+|-?\d+)$",
+                     text)
+        if m:
+            atomic, base, off, _, src = m.groups()
+            if base == "10":  # a spill: remember what the slot holds
+                slots[off] = regs.get(src[1:]) if src.startswith("r") else None
+            elif not atomic and regs.get(base) and regs[base][0] == "value":
+                bad.append((index, text, regs[base][1]))
+            continue
+        m = re.match(r"r(\d+) = \*\(u64 \*\)\(r10 [+-] (-?\d+)\)$", text)
+        if m:
+            regs[m.group(1)] = slots.get(m.group(2))
+            continue
+        m = re.match(r"r(\d+) = r(\d+)$", text)
+        if m:
+            regs[m.group(1)] = regs.get(m.group(2))
+            continue
+        m = re.match(r"r(\d+) [+-]= -?\d+$", text)
+        if m:
+            continue  # a pointer moved within the value stays one
+        m = re.match(r"[rw](\d+) ", text)
+        if m and "=" in text.split(" ", 2)[1]:
+            regs[m.group(1)] = None  # anything else written to a register: no longer a pointer
+    return bad
+
+
+def check(obj, percpu):
+    found = []
+    for name, insns in sections(obj).items():
+        if name.startswith(PREEMPTIBLE):
+            found += [(name,) + b for b in unsafe_stores(insns, percpu)]
+    return found
+
+
+@lib.offline
+def test_no_plain_store_to_percpu_values_from_preemptible_programs(tmp):
+    percpu = percpu_maps(lib.ROOT)
+    # the rule is about these two: the counters the budget adds up, and the interrupt depth
+    assert {"counters", "irq_depth"} <= percpu, percpu
+    obj = os.path.join(lib.OUTPUT, "tracer.bpf.o")
+    assert check(obj, percpu) == []
+
+
+@lib.offline
+def test_the_rule_catches_a_plain_increment(tmp):
+    """Negative control: count() as it was before it was made atomic."""
+    insns = [[36, "r1 = 0 ll", "counters"], [38, "call 1", None],
+             [39, "if r0 == 0 goto +3 <LBB0_76>", None],
+             [40, "r1 = *(u64 *)(r0 + 0)", None], [41, "r1 += 1", None],
+             [42, "*(u64 *)(r0 + 0) = r1", None]]
+    assert [b[0] for b in unsafe_stores(insns, {"counters"})] == [42]
+    # a scratch record spilled to the stack and filled later, as py_scratch was
+    insns = [[1, "r1 = 0 ll", "py_scratch"], [3, "call 1", None],
+             [4, "*(u64 *)(r10 - 16) = r0", None], [5, "call 14", None],
+             [6, "r6 = *(u64 *)(r10 - 16)", None], [7, "r6 += 8", None],
+             [8, "*(u32 *)(r6 + 4) = r0", None]]
+    assert [b[0] for b in unsafe_stores(insns, {"py_scratch"})] == [8]
+    # the atomic form and a store to a map that is not per-CPU pass
+    insns[-1][1] = "lock *(u32 *)(r6 + 4) += r0"
+    assert unsafe_stores(insns, {"py_scratch"}) == []
+    insns[-1][1] = "*(u32 *)(r6 + 4) = r0"
+    assert unsafe_stores(insns, {"counters"}) == []
