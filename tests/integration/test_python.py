@@ -4,6 +4,7 @@ import collections
 import glob
 import os
 import re
+import signal
 import subprocess
 
 from lib import (check_format, finish_tracer, load_trace, read_ground_truth, sigusr1, spans,
@@ -308,3 +309,31 @@ def test_gil_bound_verdict(tmp):
     assert verdict == [l for l in r.stdout.splitlines() if l.startswith("bottleneck:")]
     assert re.match(r"bottleneck: GIL-bound — poll waits for Python's GIL \d+% of wall time "
                     r"\(busiest: crunch, \d+%\)", verdict[0]), verdict
+
+
+def test_busy_children_named_without_follow(tmp):
+    """-p on a parent whose work runs in a multiprocessing.Pool: without --follow the verdict
+    sees only the waiting parent, so the busy workers are named after it, with --follow to trace
+    them; with --follow they are traced and not named."""
+    p = subprocess.Popen([PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "8"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    pid, workers = int(line[1]), [int(w) for w in line[2:]]
+    assert len(workers) == 2, line
+    rc, err = lib.run_tracer("-p", pid, "-d", "2", "-o", os.path.join(tmp, "pool.json"))
+    assert rc == 0, err
+    named = [l for l in err.splitlines() if l.startswith("not traced: ")]
+    assert len(named) == 1, err
+    assert "the pipeline's work may be there: --follow traces them" in named[0], named
+    assert sorted(map(int, re.findall(r"(\d+) \(python3\)", named[0]))) == sorted(workers), named
+    # the line comes after the verdict it completes
+    lines = err.splitlines()
+    assert any(l.startswith("bottleneck: ") for l in lines[:lines.index(named[0])]), err
+    rc, err = lib.run_tracer("-p", pid, "-d", "1", "--follow", "-o",
+                             os.path.join(tmp, "follow.json"))
+    assert rc == 0, err
+    assert "not traced: " not in err, err
+    for w in workers + [pid]:
+        os.kill(w, signal.SIGKILL)

@@ -342,6 +342,18 @@ static void print_summary(struct recording *r, const uint64_t *counters)
 		report__free(&rep);
 }
 
+/* Without --follow, child processes that did the work are named: the verdict cannot see them. */
+static void print_busy_children(struct recording *r)
+{
+	int *pids;
+
+	if (r->opts->follow || r->opts->system_wide)
+		return;
+	pids = recording__primary_pids(r);
+	children__print(&r->children, pids, r->primary, r->end - r->t0, stderr);
+	free(pids);
+}
+
 /* A -u spec whose object was never loaded while recording: one line, at the end. */
 static void warn_never_matched(const struct recording *r)
 {
@@ -407,8 +419,10 @@ int recording__finish(struct recording *r)
 			pr_info("wrote %s (stopped: %s)", trace_name(r), r->stop_reason);
 		return 0;
 	}
-	if (verbosity >= VERB_NORMAL)
+	if (verbosity >= VERB_NORMAL) {
 		print_summary(r, counters);
+		print_busy_children(r);
+	}
 	if (verbosity >= VERB_NORMAL)
 		overhead__print(stderr, &r->overhead);
 	if (verbosity >= VERB_NORMAL)

@@ -35,6 +35,7 @@ static void cleanup(struct recording *r)
 	overhead__free(&r->overhead);
 	budget__free(&r->budget);
 	py_record__free(&r->py);
+	children__free(&r->children);
 	free(r->calls_per_probe);
 	tracked__free(&r->tracked);
 	if (r->epfd >= 0)

@@ -6,6 +6,7 @@
 #define TRACER_RECORDING_H
 
 #include "record/budget.h"
+#include "record/children.h"
 #include "record/consumer.h"
 #include "record/overhead.h"
 #include "record/record.h"
@@ -47,6 +48,7 @@ struct recording {
 	struct overhead overhead;
 	struct budget budget; /* --max-overhead */
 	struct py_record py; /* Python frames */
+	struct untraced_children children; /* without --follow: named after the verdict when busy */
 	uint64_t *calls_per_probe; /* spans recorded per probe id: the entry hits, by site kind */
 	size_t ncalls;
 	uint64_t returns; /* spans that ended with a return: the return hits */
@@ -71,6 +73,8 @@ enum insn_class recording__probe_class(const struct recording *r, const struct p
 
 /* setup.c */
 int recording__open_targets(struct recording *r);
+/* The pids of the targets asked for (r->primary of them; to free). */
+int *recording__primary_pids(const struct recording *r);
 void recording__warn_hazards(const struct recording *r);
 int recording__choose_specs(struct recording *r);
 int recording__load_bpf(struct recording *r);

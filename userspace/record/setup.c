@@ -40,6 +40,15 @@ static void add_descendants(struct recording *r)
 			added == 1 ? "" : "es", names);
 }
 
+int *recording__primary_pids(const struct recording *r)
+{
+	int *pids = xcalloc(r->primary + 1, sizeof(*pids));
+
+	for (size_t i = 0; i < r->primary; i++)
+		pids[i] = r->tracked.targets[i].pid;
+	return pids;
+}
+
 int recording__open_targets(struct recording *r)
 {
 	struct record_opts *o = r->opts;
@@ -53,6 +62,12 @@ int recording__open_targets(struct recording *r)
 	r->primary = r->alive = r->tracked.ntargets;
 	if (o->follow)
 		add_descendants(r);
+	else if (!o->system_wide) {
+		int *pids = recording__primary_pids(r);
+
+		children__start(&r->children, pids, r->primary);
+		free(pids);
+	}
 	return 0;
 }
 
