@@ -252,6 +252,15 @@ static void test_verdicts(void)
 		tt("op-0", 87, 582, 331, 0, 0),	    tt("op-1", 87, 582, 331, 0, 0),
 		tt("writer", 32, 311, 657, 0, 0),   tt("reader", 60, 248, 692, 0, 0),
 	};
+	/* ffmpeg transcoding flat out with its default threads on a busy machine (measured): no
+	 * thread saturated, ten threads wanting 1.9 of the 2 CPUs */
+	struct thread_time ffmpeg[] = {
+		tt("ffmpeg", 176, 317, 0, 0, 507), tt("ffmpeg", 70, 75, 0, 0, 855),
+		tt("ffmpeg", 67, 52, 0, 0, 881),   tt("ffmpeg", 69, 56, 0, 0, 875),
+		tt("ffmpeg", 0, 0, 0, 0, 1000),    tt("ffmpeg", 0, 0, 0, 0, 1000),
+		tt("ffmpeg", 95, 272, 0, 0, 633),  tt("ffmpeg", 102, 397, 0, 0, 501),
+		tt("ffmpeg", 30, 59, 0, 0, 911),   tt("ffmpeg", 32, 75, 0, 0, 893),
+	};
 	struct thread_time io[] = {
 		tt("reader", 200, 50, 0, 700, 50),
 		tt("decode-0", 100, 0, 850, 0, 50),
@@ -276,6 +285,14 @@ static void test_verdicts(void)
 	v = verdict(loaded, 6, 2);
 	CHECK(starts(v, "bottleneck: decode[*] — busy 99% of wall time (running 42%, runnable 57%)"));
 	CHECK(strstr(v, "it waits for a CPU more than it runs (other processes?)"));
+	/* not "none — the pipeline mostly waits": its threads take the CPUs */
+	v = verdict(ffmpeg, 10, 2);
+	CHECK(!strcmp(v, "bottleneck: CPU-bound — the pipeline's threads want 1.9 CPUs of 2 "
+			 "(running 0.6, waiting for one 1.3; busiest: ffmpeg, busy 19%); they wait "
+			 "for a CPU more than they run (other processes?)"));
+	/* on 8 CPUs the same threads leave most of them free: they wait for each other */
+	v = verdict(ffmpeg, 10, 8);
+	CHECK(starts(v, "bottleneck: none — the busiest stage, ffmpeg, is busy 19%"));
 	v = verdict(io, 2, 2);
 	CHECK(starts(v, "bottleneck: I/O-bound — reader blocked in uninterruptible waits 70%"));
 	v = verdict(idle, 2, 2);

@@ -15,6 +15,10 @@
  * is other processes taking it (or a stage as wide as the machine: the stage is the limit). */
 #define STARVED_DEMAND 2.5
 #define STARVED_STAGE_DEMAND 1.5
+/* No stage saturated, yet the pipeline's own threads want this many of the CPUs (running or
+ * runnable), on average: the CPUs are the bound (ffmpeg's frame threads sharing the work), not
+ * "the pipeline mostly waits". */
+#define CPU_BOUND 0.85
 
 uint64_t thread_time__wall(const struct thread_time *t)
 {
@@ -517,6 +521,18 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 		if (states && top->runnable_ns > top->running_ns && o < len)
 			snprintf(buf + o, len - o,
 				 "; it waits for a CPU more than it runs (other processes?)");
+		return;
+	}
+	/* no stage saturated, but its threads together take the CPUs */
+	if (states && ncpus > 0 && demand >= CPU_BOUND * ncpus) {
+		o = snprintf(buf, len,
+			     "bottleneck: CPU-bound — the pipeline's threads want %.1f CPUs of %d "
+			     "(running %.1f, waiting for one %.1f; busiest: %s, busy %d%%)",
+			     demand, ncpus, (double)running / span, (double)runnable / span,
+			     top->name, pct(busy));
+		if (runnable > running && o < len)
+			snprintf(buf + o, len - o, "; they wait for a CPU more than they run (other "
+						   "processes?)");
 		return;
 	}
 	o = snprintf(buf, len,
