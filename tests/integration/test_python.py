@@ -337,3 +337,40 @@ def test_busy_children_named_without_follow(tmp):
     assert "not traced: " not in err, err
     for w in workers + [pid]:
         os.kill(w, signal.SIGKILL)
+
+
+FOREIGN = r'''
+import _thread, ctypes, os, sys, threading, time
+libc = ctypes.CDLL(None)
+def streaming():
+    # a thread Python did not start (a GStreamer streaming thread calling a Python callback):
+    # the kernel knows it as queue0:src, threading as Dummy-N
+    libc.prctl(15, b"queue0:src", 0, 0, 0)
+    threading.current_thread()
+    print("ready", os.getpid(), threading.get_native_id(), flush=True)
+    while True:
+        sum(i * i for i in range(20000))
+        time.sleep(0.001)
+_thread.start_new_thread(streaming, ())
+time.sleep(60)
+'''
+
+
+def test_foreign_thread_keeps_its_kernel_name(tmp):
+    """A thread threading did not start is "Dummy-N" to Python: its kernel name ("queue0:src",
+    as GStreamer names its streaming threads) is the one shown, not Dummy-1."""
+    p = subprocess.Popen([PYTHON, "-c", FOREIGN], stdout=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    pid, tid = int(line[1]), int(line[2])
+    out = os.path.join(tmp, "foreign.json")
+    rc, err = lib.run_tracer("-p", pid, "-d", "1", "-o", out)
+    assert rc == 0, err
+    trace, _ = load_trace(out)
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names.get(tid) == "queue0:src", names
+    # Python's own names still win where threading gave one
+    assert names.get(pid) == "MainThread", names
+    p.kill()

@@ -302,12 +302,26 @@ static void py_span(void *ctx, const char *name, const struct span_rec *r)
 		      r->flags & SPAN_INCOMPLETE);
 }
 
+/* threading's name for a thread it did not start ("Dummy-3": a GStreamer streaming thread that
+ * called into Python), which says less than the kernel's ("queue0:src") */
+static bool py_dummy_name(const char *name)
+{
+	if (strncmp(name, "Dummy-", 6) || !name[6])
+		return false;
+	for (name += 6; *name; name++)
+		if (*name < '0' || *name > '9')
+			return false;
+	return true;
+}
+
 /* Python's name for a thread wins over the kernel's (threads of a pool all share a comm). */
 static void py_thread_name(void *ctx, int pid, int tid, const char *name)
 {
 	struct consumer *c = ctx;
 	struct thread *t = threads__get(&c->threads, pid, tid);
 
+	if (py_dummy_name(name))
+		return;
 	if (t->py_named && !strncmp(t->name, name, sizeof(t->name) - 1))
 		return;
 	snprintf(t->name, sizeof(t->name), "%s", name);
