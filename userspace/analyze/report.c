@@ -37,6 +37,9 @@ static void thread_result(struct ctx *c, struct rthread *t, struct thread_time *
 	out->tid = t->tid;
 	out->role = t->role;
 	out->spans = t->spans;
+	/* no traced work of its own, and woken mostly by one thread: it works for that one */
+	if (!t->spans && t->waker_wakings * 2 > t->wakings)
+		out->woken_by = t->waker;
 	for (int k = 0; k < CAT_MAX; k++)
 		out->cat_ns[k] = len[k];
 	if (r->has_sched) {

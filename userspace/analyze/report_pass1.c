@@ -284,6 +284,16 @@ static void first_sched(struct ctx *c, int64_t tid, enum rstate before, bool bor
 	t->born = born;
 }
 
+static void vote_waker(struct rthread *t, int64_t waker)
+{
+	if (!t->waker_votes)
+		t->waker = waker;
+	if (t->waker == waker)
+		t->waker_votes++;
+	else
+		t->waker_votes--;
+}
+
 static void p1_sched(struct ctx *c, const struct ftrace_line *l)
 {
 	struct report *r = c->r;
@@ -305,6 +315,9 @@ static void p1_sched(struct ctx *c, const struct ftrace_line *l)
 	case FT_WAKING:
 	case FT_WAKEUP:
 		first_sched(c, l->woken_tid, RS_SLEEPING, false);
+		if (l->kind == FT_WAKING && !l->in_irq && l->tid > 0 && l->tid != l->woken_tid &&
+		    l->woken_tid > 0)
+			vote_waker(thread_get(c, l->woken_tid), l->tid);
 		break;
 	case FT_WAKEUP_NEW:
 		first_sched(c, l->woken_tid, RS_DEAD, true);

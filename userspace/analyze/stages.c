@@ -214,6 +214,39 @@ static void stage_key(const struct namesake *s, struct tally name, struct tally 
 		snprintf(key + o, len - o, " (%s)", category__name(s->work));
 }
 
+static int by_tid(const void *a, const void *b)
+{
+	const struct thread_time *x = *(const struct thread_time *const *)a;
+	const struct thread_time *y = *(const struct thread_time *const *)b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* A helper pool's thread (OpenCV's, a BLAS library's: no spans of its own, named as its process)
+ * is woken mostly by the thread that hands it the work and then waits for it: it joins that
+ * thread's stage, so that the stage's time includes the work it farmed out. */
+static void join_helpers(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])
+{
+	const struct thread_time **by = malloc((n ? n : 1) * sizeof(*by));
+
+	if (!by)
+		return; /* each stays its own */
+	for (size_t i = 0; i < n; i++)
+		by[i] = &t[i];
+	qsort(by, n, sizeof(*by), by_tid);
+	for (size_t i = 0; i < n; i++) {
+		struct thread_time key = { .tid = t[i].woken_by };
+		const struct thread_time *k = &key, **w;
+
+		if (!t[i].woken_by || t[i].role)
+			continue;
+		w = bsearch(&k, by, n, sizeof(*by), by_tid);
+		if (w && (*w)->pid == t[i].pid && (*w)->spans && *w != &t[i])
+			memcpy(names[i], names[*w - t], STAGE_NAME_LEN);
+	}
+	free(by);
+}
+
 /* Sorted by folded name and pid, so that each thread's namesakes are its neighbours: n log n
  * for tens of thousands of short-lived threads. */
 int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])
@@ -247,6 +280,7 @@ int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAM
 				stage_key(&v[i], name, proc, names[v[i].idx], STAGE_NAME_LEN);
 		}
 	}
+	join_helpers(t, n, names);
 	free(v);
 	free(folded);
 	return 0;
