@@ -370,12 +370,8 @@ def test_opencv_pool_threads_join_the_stage_that_waits_for_them(tmp):
     """cv2.bilateralFilter on a `worker` thread runs on OpenCV's own pool threads (the kernel names
     them python3; they have no spans of their own) while worker waits for them: the pool's
     threads are part of the worker stage, and the verdict names worker, never "python3 tid N"."""
-    p = subprocess.Popen([PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_cv_pool.py"), "8"],
-                         stdout=subprocess.PIPE, text=True)
-    _procs.append(p)
-    line = p.stdout.readline().split()
-    assert line and line[0] == "ready", line
-    pid = int(line[1])
+    p, (pid,) = lib.start_ready([PYTHON, os.path.join(lib.ROOT, "tests", "targets",
+                                                     "py_cv_pool.py"), "8"])
     out = os.path.join(tmp, "pool.json")
     rc, err = lib.run_tracer("-p", pid, "-d", "3", "-o", out)
     assert rc == 0, err

@@ -14,11 +14,8 @@ from lib import (_procs, check_format, finish_tracer, load_trace, sigusr1, spans
 
 
 def start(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    _procs.append(p)
-    line = p.stdout.readline().split()
-    assert line and line[0] == "ready", line
-    return p, int(line[1])
+    p, ids = lib.start_ready(cmd)
+    return p, ids[0]
 
 
 def pack(tmp, name, probes):
