@@ -83,7 +83,8 @@ int diff__run(struct diff *d, const struct diff_opts *o, char *err, size_t errle
 	int ret;
 
 	memset(d, 0, sizeof(*d));
-	d->oa = (struct report_opts){ .path = o->a, .by = o->by, .format = o->format, .top = 0 };
+	d->oa = (struct report_opts){ .path = o->a, .by = o->by, .format = o->format, .top = 0,
+				      .compare = true };
 	d->ob = d->oa;
 	d->ob.path = o->b;
 	ret = report__run(&d->a, &d->oa, err, errlen);
