@@ -71,7 +71,7 @@ static const struct stage_stats *stage_named(const struct report *r, const char 
 }
 
 static void share_pair(FILE *f, const struct stage_stats *a, const struct stage_stats *b,
-		       size_t off)
+		       size_t off, bool last)
 {
 	char x[16] = "-", y[16] = "-";
 
@@ -81,7 +81,7 @@ static void share_pair(FILE *f, const struct stage_stats *a, const struct stage_
 	if (b && b->wall_ns)
 		snprintf(y, sizeof(y), "%.1f%%",
 			 100 * stage__share(b, *(const uint64_t *)((const char *)b + off)));
-	fprintf(f, " %6s>%-6s", x, y);
+	fprintf(f, last ? " %6s>%s" : " %6s>%-6s", x, y);
 }
 
 /* One line per stage of either run: each share in A, then in B. */
@@ -113,7 +113,7 @@ static void print_stages(FILE *f, const struct diff *d)
 			fprintf(f, "%-*.*s %7s", STAGE_W, STAGE_W, safe, th);
 			free(safe);
 			for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++)
-				share_pair(f, a, b, offs[k]);
+				share_pair(f, a, b, offs[k], k + 1 == sizeof(offs) / sizeof(offs[0]));
 			fputc('\n', f);
 		}
 	}
