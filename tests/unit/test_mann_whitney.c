@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "analyze/diff.h"
 #include "analyze/mann_whitney.h"
 #include "unit.h"
 
@@ -171,11 +172,32 @@ static void test_sketches(void)
 	sketch__free(&b);
 }
 
+/* tracer diff's rule: a small p, an effect that is not negligible and a median that moved. */
+static void test_significance_rule(void)
+{
+	struct mann_whitney m = { .na = 500, .nb = 400, .p = 1e-6, .delta = 0.4 };
+
+	CHECK(diff__significant(&m, 1000, 1100));
+	CHECK(diff__significant(&m, 1100, 1000)); /* faster too */
+	CHECK(!diff__significant(&m, 1000, 1040)); /* the median moved 4% */
+	m.delta = -0.1;
+	CHECK(!diff__significant(&m, 1000, 2000)); /* a negligible effect */
+	m.delta = 0.4;
+	m.p = 0.002;
+	CHECK(!diff__significant(&m, 1000, 2000)); /* not sure enough */
+	m.p = 1e-6;
+	m.nb = 0;
+	CHECK(!diff__significant(&m, 1000, 0)); /* nothing to compare */
+	m.nb = 400;
+	CHECK(diff__significant(&m, 0, 5)); /* from nothing to something */
+}
+
 int main(void)
 {
 	RUN(test_textbook_value);
 	RUN(test_ties_match_midranks);
 	RUN(test_degenerate);
 	RUN(test_sketches);
+	RUN(test_significance_rule);
 	UNIT_EXIT();
 }
