@@ -11,7 +11,9 @@
 #define BAR_W 240 /* the longer median of a row spans this many units */
 
 static const char extra_css[] =
-	".runs{display:flex;gap:16px}.runs>div{flex:1;min-width:0}"
+	"body{max-width:1280px}td{white-space:nowrap}"
+	".runs{display:flex;gap:24px}.runs>div{flex:1;min-width:0;overflow-x:auto}"
+	".runs table{font-size:11px}.runs th,.runs td{padding:2px 4px}"
 	"tr.sig td{background:#fff6e0;font-weight:600}.a{fill:#90a4ae}.b{fill:#5c6bc0}";
 
 static void median_bars(FILE *f, uint64_t a, uint64_t b)
