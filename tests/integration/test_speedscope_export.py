@@ -83,7 +83,7 @@ def test_speedscope_structure_generated(tmp):
 def test_speedscope_nesting_from_any_order(tmp):
     """Spans written in completion order (children first), a parent and child with one start,
     a zero-length span, one overlapping its parent's end (cut there, with a warning), two
-    threads of which one has no name."""
+    threads of which one has no name; a B event is left out and said (as report does)."""
     def x(name, ts, dur, tid, args=None):
         e = {"ph": "X", "name": name, "cat": "operator", "ts": ts, "dur": dur, "pid": 1,
              "tid": tid}
@@ -95,7 +95,8 @@ def test_speedscope_nesting_from_any_order(tmp):
               x("child", 10, 5, 2, {"i": 1}), x("leaf", 16, 0, 2),
               x("child", 17, 2, 2, {"i": 2}), x("outer", 10, 20, 2),
               x("late", 25, 10, 2),  # overlaps outer's end at 30
-              x("solo", 1, 1, 3)]
+              x("solo", 1, 1, 3),
+              {"ph": "B", "name": "open", "ts": 2, "pid": 1, "tid": 3}]
     src = os.path.join(tmp, "hand.json")
     with open(src, "w") as f:
         json.dump({"traceEvents": events}, f)
@@ -103,6 +104,7 @@ def test_speedscope_nesting_from_any_order(tmp):
     frames = check(doc)
     assert sorted(f["name"] for f in frames) == ["child", "late", "leaf", "outer", "solo"]
     assert "1 span overlapped the end of an enclosing span" in err, err
+    assert "1 B/E events ignored" in err, err
     w, solo = doc["profiles"]
     assert w["name"] == "p (pid 1), w (tid 2)" and solo["name"] == "thread (tid 3)", doc
     assert (w["startValue"], w["endValue"]) == (1000, 35000)

@@ -42,7 +42,8 @@ int cmd_export(int argc, char **argv)
 	};
 	const char *out = NULL;
 	int fmt = 0, ch;
-	uint64_t rows, clipped = 0;
+	struct speedscope_stats ss = { 0 };
+	uint64_t rows = 0;
 	char err[1024];
 
 	opterr = 0;
@@ -75,16 +76,21 @@ int cmd_export(int argc, char **argv)
 		return usage_error("export", "unexpected argument '%s'", argv[optind + 1]);
 	if (!fmt)
 		return usage_error("export", "say which format: --jsonl, --csv or --speedscope");
-	if (fmt == OPT_SPEEDSCOPE ?
-		    trace_speedscope(argv[optind], out, &rows, &clipped, err, sizeof(err)) :
-		    trace_export(argv[optind], out, fmt == OPT_CSV, &rows, err, sizeof(err))) {
+	if (fmt == OPT_SPEEDSCOPE ? trace_speedscope(argv[optind], out, &ss, err, sizeof(err)) :
+				    trace_export(argv[optind], out, fmt == OPT_CSV, &rows, err,
+						 sizeof(err))) {
 		pr_err("%s", err);
 		return 1;
 	}
-	if (clipped)
+	if (fmt == OPT_SPEEDSCOPE)
+		rows = ss.spans;
+	if (ss.clipped)
 		pr_warn("%" PRIu64 " span%s overlapped the end of an enclosing span on its thread: "
 			"cut there, as speedscope needs spans nested",
-			clipped, plural_s(clipped));
+			ss.clipped, plural_s(ss.clipped));
+	if (ss.ignored_be)
+		pr_warn("%" PRIu64 " B/E events ignored: only complete (X) events are exported",
+			ss.ignored_be);
 	if (out)
 		pr_info("wrote %" PRIu64 " span%s to %s", rows, plural_s(rows), out);
 	return 0;

@@ -51,6 +51,7 @@ struct ctx {
 	struct sproc *procs;
 	int64_t start, end;
 	bool any;
+	uint64_t ignored_be;
 	char *buf; /* escaping */
 	size_t cap;
 };
@@ -151,6 +152,8 @@ static int pass1(struct ctx *c, char *err, size_t errlen)
 			if (!c->any || ev->ts_ns + ev->dur_ns > c->end)
 				c->end = ev->ts_ns + ev->dur_ns;
 			c->any = true;
+		} else if (ev->ph == 'B' || ev->ph == 'E') {
+			c->ignored_be++;
 		}
 	}
 	if (ret < 0) {
@@ -397,16 +400,17 @@ static void ctx_free(struct ctx *c)
 	free(c->buf);
 }
 
-int trace_speedscope(const char *in, const char *out, uint64_t *spans, uint64_t *clipped,
-		     char *err, size_t errlen)
+int trace_speedscope(const char *in, const char *out, struct speedscope_stats *st, char *err,
+		     size_t errlen)
 {
 	struct ctx c = { .path = in };
 	struct outfile *of = NULL;
 	FILE *by_start = NULL, *sorted = NULL, *f = NULL;
 	int ret, cret;
 
-	*spans = *clipped = 0;
+	memset(st, 0, sizeof(*st));
 	ret = pass1(&c, err, errlen);
+	st->ignored_be = c.ignored_be;
 	if (ret)
 		goto out;
 	by_start = tmpfile();
@@ -433,9 +437,9 @@ int trace_speedscope(const char *in, const char *out, uint64_t *spans, uint64_t 
 	f = outfile__stdio(of);
 	if (f) {
 		for (size_t i = 0; i < c.nthreads; i++)
-			*spans += c.order[i]->spans;
+			st->spans += c.order[i]->spans;
 		write_head(&c, f);
-		write_profiles(&c, sorted, f, clipped);
+		write_profiles(&c, sorted, f, &st->clipped);
 		fputs("]}\n", f);
 		if (ferror(sorted))
 			ret = -EIO;

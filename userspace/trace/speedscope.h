@@ -13,10 +13,16 @@
 #define SPEEDSCOPE_MAX_FRAMES 1000000
 #define SPEEDSCOPE_OTHER "(other names)"
 
-/* Reads in, writes the profile to out (NULL: stdout; ".gz" compresses). *spans: spans
- * written; *clipped: spans that overlapped the end of an enclosing span on their thread and
- * were cut at it (speedscope needs strict nesting). 0, or -errno with a one-line message. */
-int trace_speedscope(const char *in, const char *out, uint64_t *spans, uint64_t *clipped,
-		     char *err, size_t errlen);
+struct speedscope_stats {
+	uint64_t spans;	     /* written */
+	uint64_t clipped;    /* overlapped the end of an enclosing span on their thread: cut
+			      * there (speedscope needs strict nesting) */
+	uint64_t ignored_be; /* B/E events: only complete (X) spans are exported, as report does */
+};
+
+/* Reads in, writes the profile to out (NULL: stdout; ".gz" compresses). 0, or -errno with a
+ * one-line message in err. */
+int trace_speedscope(const char *in, const char *out, struct speedscope_stats *st, char *err,
+		     size_t errlen);
 
 #endif
