@@ -132,7 +132,7 @@ static void p_text(double p, char *buf, size_t len)
 static void print_table(FILE *f, const struct diff *d, const struct diff_opts *o)
 {
 	size_t n = shown_rows(d, o), sig = 0;
-	char b[8][32], ratio[16], pv[16];
+	char b[8][32], ratio[16], pv[16], dl[16];
 
 	run_line(f, "A", &d->a, o->a);
 	run_line(f, "B", &d->b, o->b);
@@ -159,16 +159,19 @@ static void print_table(FILE *f, const struct diff *d, const struct diff_opts *o
 			snprintf(ratio, sizeof(ratio), "%.2fx", r->p50_ratio);
 		else
 			snprintf(ratio, sizeof(ratio), "%s", r->a ? "gone" : "new");
-		if (r->a && r->b)
+		if (r->a && r->b) {
 			p_text(r->mw.p, pv, sizeof(pv));
-		else
+			snprintf(dl, sizeof(dl), "%+.2f", r->mw.delta);
+		} else {
 			snprintf(pv, sizeof(pv), "-");
-		fprintf(f, "%c %8s %8s %7s %7s %7s %7s %7s %7s %6s %+6.2f %7s  %s\n",
+			snprintf(dl, sizeof(dl), "-");
+		}
+		fprintf(f, "%c %8s %8s %7s %7s %7s %7s %7s %7s %6s %6s %7s  %s\n",
 			r->significant ? '*' : ' ', ca, cb,
 			cell(r->a, r->a ? r->a->self_ns : 0, b[0]),
 			cell(r->b, r->b ? r->b->self_ns : 0, b[1]), cell(r->a, p50(r->a), b[2]),
 			cell(r->b, p50(r->b), b[3]), cell(r->a, p99(r->a), b[4]),
-			cell(r->b, p99(r->b), b[5]), ratio, r->mw.delta, pv, r->key);
+			cell(r->b, p99(r->b), b[5]), ratio, dl, pv, r->key);
 	}
 	if (n < d->nrows)
 		fprintf(f, "(%zu more; --top 0 shows all)\n", d->nrows - n);

@@ -196,6 +196,8 @@ static int pass2(struct ctx *c, FILE *out, char *err, size_t errlen)
 		if (!is_span(ev))
 			continue;
 		HASH_FIND(hh, c->threads, &ev->tid, sizeof(ev->tid), t);
+		if (!t || !t->spans)
+			continue; /* not in pass 1: the file changed between the passes */
 		n = snprintf(row, sizeof(row), "%zu %" PRId64 " %" PRId64 " %zu\n", t->idx,
 			     ev->ts_ns, ev->ts_ns + ev->dur_ns, frame_get(c, ev->name)->idx);
 		wret = row_sort__add(s, ev->ts_ns, row, n);
