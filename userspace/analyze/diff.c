@@ -100,7 +100,9 @@ int diff__run(struct diff *d, const struct diff_opts *o, char *err, size_t errle
 	qsort(gb, d->b.ngroups, sizeof(*gb), by_key);
 	d->rows = xcalloc(d->a.ngroups + d->b.ngroups + 1, sizeof(*d->rows));
 	while (i < d->a.ngroups || j < d->b.ngroups) {
-		int c = i == d->a.ngroups ? 1 : j == d->b.ngroups ? -1 : strcmp(ga[i]->key, gb[j]->key);
+		int c = i == d->a.ngroups   ? 1 :
+			j == d->b.ngroups   ? -1 :
+					      strcmp(ga[i]->key, gb[j]->key);
 
 		fill_row(&d->rows[d->nrows++], o->by, c <= 0 ? ga[i] : NULL, c >= 0 ? gb[j] : NULL);
 		i += c <= 0;

@@ -88,8 +88,10 @@ static void share_pair(FILE *f, const struct stage_stats *a, const struct stage_
 static void print_stages(FILE *f, const struct diff *d)
 {
 	static const size_t offs[] = {
-		offsetof(struct stage_stats, running_ns),    offsetof(struct stage_stats, runnable_ns),
-		offsetof(struct stage_stats, queue_wait_ns), offsetof(struct stage_stats, blocked_ns),
+		offsetof(struct stage_stats, running_ns),
+		offsetof(struct stage_stats, runnable_ns),
+		offsetof(struct stage_stats, queue_wait_ns),
+		offsetof(struct stage_stats, blocked_ns),
 		offsetof(struct stage_stats, idle_ns),
 	};
 
@@ -113,7 +115,8 @@ static void print_stages(FILE *f, const struct diff *d)
 			fprintf(f, "%-*.*s %7s", STAGE_W, STAGE_W, safe, th);
 			free(safe);
 			for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++)
-				share_pair(f, a, b, offs[k], k + 1 == sizeof(offs) / sizeof(offs[0]));
+				share_pair(f, a, b, offs[k],
+					   k + 1 == sizeof(offs) / sizeof(offs[0]));
 			fputc('\n', f);
 		}
 	}

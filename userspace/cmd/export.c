@@ -54,8 +54,8 @@ int cmd_export(int argc, char **argv)
 		case OPT_CSV:
 		case OPT_SPEEDSCOPE:
 			if (fmt && fmt != ch)
-				return usage_error("export", "--jsonl, --csv and --speedscope exclude "
-							     "each other");
+				return usage_error("export", "--jsonl, --csv and --speedscope "
+						   "exclude each other");
 			fmt = ch;
 			break;
 		case 'o':

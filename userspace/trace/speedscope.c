@@ -238,10 +238,12 @@ static int by_thread(FILE *in, FILE *out)
 	int ret = 0;
 
 	rewind(in);
-	while (!ret && read_row(in, &r))
-		ret = row_sort__add(s, (int64_t)r.thread,
-				    row, snprintf(row, sizeof(row), "%zu %" PRId64 " %" PRId64 " %zu\n",
-						  r.thread, r.s, r.e, r.frame));
+	while (!ret && read_row(in, &r)) {
+		int n = snprintf(row, sizeof(row), "%zu %" PRId64 " %" PRId64 " %zu\n", r.thread,
+				 r.s, r.e, r.frame);
+
+		ret = row_sort__add(s, (int64_t)r.thread, row, n);
+	}
 	if (!ret)
 		ret = row_sort__write(s, out);
 	row_sort__free(s);
