@@ -204,7 +204,7 @@ _tracer()
 	help)
 		((COMP_CWORD == 2)) && COMPREPLY=($(compgen -W "$_tracer_subcommands" -- "$cur"))
 		;;
-	report | merge | export | repair)
+	report | diff | merge | export | repair)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -f -X '!*.gz' -- "$cur")
 			$(compgen -d -- "$cur"))

@@ -412,6 +412,8 @@ def test_bash_completion(tmp):
         open(os.path.join(tmp, "run-notes.txt"), "w").close()
         assert complete(["tracer", "report", os.path.join(tmp, "run-")]) == [
             os.path.join(tmp, "run-trace.json")]
+        assert complete(["tracer", "diff", "a.json", os.path.join(tmp, "run-")]) == [
+            os.path.join(tmp, "run-trace.json")]
         synopsis = subprocess.run([lib.TRACER, "report", "--help"], capture_output=True,
                                   text=True).stdout
         m = re.search(r"\[--by ([a-z|]+)\]", synopsis)
