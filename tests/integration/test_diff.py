@@ -250,18 +250,21 @@ def record_together(tmp, runs):
 
 
 def test_diff_real_recordings(tmp):
-    # one thread per stage
-    base = ["--frames", "100", "--bottleneck", "decode", "--decoders", "1", "--operators", "1"]
+    # one thread per stage; decode calls of 20 ms, long beside the few ms a busy machine adds
+    # to a call it preempts
+    common = ["--frames", "60", "--bottleneck", "decode", "--decoders", "1", "--operators", "1"]
+    base, slow = common + ["--decode-us", "20000"], common + ["--decode-us", "40000"]
     p = record_together(tmp, {"a": base, "b": base})
-    p.update(record_together(tmp, {"a2": base, "slow": base + ["--decode-us", "8000"]}))
+    p.update(record_together(tmp, {"a2": base, "slow": slow}))
     same = diff_json(p["a"], p["b"])
     assert len(same["rows"]) >= 8, same["rows"]
     assert significant(same) == [], [r for r in same["rows"] if r["change"]["significant"]]
     moved = diff_json(p["a2"], p["slow"])
     top = moved["rows"][0]
     assert top["name"] == "decode_frame" and top["change"]["significant"], moved["rows"][:3]
-    # slower, though less than 2x: sharing one CPU stretches the 4 ms calls more
-    assert top["change"]["p50_ratio"] > 1 and top["change"]["effect"] > 0.147, top
+    # slower, though less than 2x: sharing one CPU stretches the shorter calls more (1.52x to
+    # 1.68x, DELTA 0.81 to 0.92 at a load of 12 on 2 CPUs)
+    assert top["change"]["p50_ratio"] > 1.25 and top["change"]["effect"] > 0.5, top
     stage = diff_json(p["a2"], p["slow"], "--by", "stage")
     assert stage["rows"][0]["name"] == "decode[*]" and \
         stage["rows"][0]["change"]["significant"], stage["rows"][:3]
