@@ -5,11 +5,17 @@ first. Bad input is one line and a non-zero exit."""
 import html.parser
 import json
 import os
+import shutil
 import subprocess
+import sys
 
 import lib
 import tracegen
-from lib import finish_tracer, sigusr1, start_pipeline, start_tracer, wait_exit
+from lib import Skip, finish_tracer, sigusr1, start_pipeline, start_tracer, wait_exit
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "viewers"))
+import cdp  # noqa: E402
 
 
 def diff(*args):
@@ -123,6 +129,44 @@ def test_diff_html(tmp):
     assert body.count("decode[*]") >= 2  # both runs' stage charts
 
 
+def test_diff_html_in_chromium(tmp):
+    """The page as Chromium lays it out: the significant row first, each row's medians drawn
+    to scale, both runs' stage charts with the stages of their reports, nothing loaded."""
+    if not shutil.which(cdp.CHROMIUM):
+        if os.environ.get("CI"):
+            raise AssertionError("missing in CI: chromium")
+        raise Skip("chromium not installed: apt-get install chromium")
+    a, _, slow = generated(tmp)
+    out = os.path.join(tmp, "diff.html")
+    d = json.loads(diff(a, slow, "--json", "--html", out))
+    with cdp.Browser(os.path.join(tmp, "chromium"), width=1300, height=1000,
+                     log=os.path.join(tmp, "chromium.log")) as b:
+        b.open("file://" + out)
+        assert b.wait_for("document.readyState === 'complete'")
+        facts = b.eval("""(() => {
+            const rows = [...document.querySelectorAll('#rows tr[data-significant]')].map(
+                tr => ({name: tr.cells[0].textContent, sig: tr.dataset.significant,
+                        bars: [...tr.querySelectorAll('svg.pair rect')].map(
+                            r => r.getBBox().width)}));
+            const runs = ['run-a', 'run-b'].map(id => [...document.querySelectorAll(
+                '#' + id + ' g.stage')].map(g => g.dataset.stage));
+            return {rows, runs, scripts: document.scripts.length,
+                    loaded: performance.getEntriesByType('resource').map(e => e.name)};
+        })()""")
+        b.screenshot(os.path.join(tmp, "diff.png"), full_page=True)
+    assert facts["loaded"] == [] and facts["scripts"] == 0, facts
+    rows = facts["rows"]
+    assert [r["name"] for r in rows] == [r["name"] for r in d["rows"]][:len(rows)], rows
+    assert rows[0]["name"] == "decode_frame" and rows[0]["sig"] == "1", rows[0]
+    assert [r["sig"] for r in rows[1:]] == ["0"] * (len(rows) - 1)
+    for r, want in zip(rows, d["rows"]):
+        wa, wb = want["a"]["p50_ns"], want["b"]["p50_ns"]
+        ga, gb = r["bars"]
+        assert abs(ga / gb - wa / wb) < 0.01, (r, want)
+    assert facts["runs"] == [[s["stage"] for s in d["a"]["stages"]],
+                             [s["stage"] for s in d["b"]["stages"]]], facts["runs"]
+
+
 @lib.offline
 def test_diff_bad_input(tmp):
     good = os.path.join(tmp, "good.json")
@@ -200,6 +244,44 @@ def test_diff_html(tmp):
     for v in verdicts:
         assert v[2:] in body, v
     assert body.count("decode[*]") >= 2  # both runs' stage charts
+
+
+def test_diff_html_in_chromium(tmp):
+    """The page as Chromium lays it out: the significant row first, each row's medians drawn
+    to scale, both runs' stage charts with the stages of their reports, nothing loaded."""
+    if not shutil.which(cdp.CHROMIUM):
+        if os.environ.get("CI"):
+            raise AssertionError("missing in CI: chromium")
+        raise Skip("chromium not installed: apt-get install chromium")
+    a, _, slow = generated(tmp)
+    out = os.path.join(tmp, "diff.html")
+    d = json.loads(diff(a, slow, "--json", "--html", out))
+    with cdp.Browser(os.path.join(tmp, "chromium"), width=1300, height=1000,
+                     log=os.path.join(tmp, "chromium.log")) as b:
+        b.open("file://" + out)
+        assert b.wait_for("document.readyState === 'complete'")
+        facts = b.eval("""(() => {
+            const rows = [...document.querySelectorAll('#rows tr[data-significant]')].map(
+                tr => ({name: tr.cells[0].textContent, sig: tr.dataset.significant,
+                        bars: [...tr.querySelectorAll('svg.pair rect')].map(
+                            r => r.getBBox().width)}));
+            const runs = ['run-a', 'run-b'].map(id => [...document.querySelectorAll(
+                '#' + id + ' g.stage')].map(g => g.dataset.stage));
+            return {rows, runs, scripts: document.scripts.length,
+                    loaded: performance.getEntriesByType('resource').map(e => e.name)};
+        })()""")
+        b.screenshot(os.path.join(tmp, "diff.png"), full_page=True)
+    assert facts["loaded"] == [] and facts["scripts"] == 0, facts
+    rows = facts["rows"]
+    assert [r["name"] for r in rows] == [r["name"] for r in d["rows"]][:len(rows)], rows
+    assert rows[0]["name"] == "decode_frame" and rows[0]["sig"] == "1", rows[0]
+    assert [r["sig"] for r in rows[1:]] == ["0"] * (len(rows) - 1)
+    for r, want in zip(rows, d["rows"]):
+        wa, wb = want["a"]["p50_ns"], want["b"]["p50_ns"]
+        ga, gb = r["bars"]
+        assert abs(ga / gb - wa / wb) < 0.01, (r, want)
+    assert facts["runs"] == [[s["stage"] for s in d["a"]["stages"]],
+                             [s["stage"] for s in d["b"]["stages"]]], facts["runs"]
 
 
 @lib.offline
