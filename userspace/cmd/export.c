@@ -75,7 +75,8 @@ int cmd_export(int argc, char **argv)
 	if (optind + 1 < argc)
 		return usage_error("export", "unexpected argument '%s'", argv[optind + 1]);
 	if (!fmt)
-		return usage_error("export", "say which format: --jsonl or --csv (rows), or --speedscope");
+		return usage_error("export", "say which format: --jsonl or --csv (rows), or "
+				   "--speedscope");
 	if (fmt == OPT_SPEEDSCOPE ? trace_speedscope(argv[optind], out, &ss, err, sizeof(err)) :
 				    trace_export(argv[optind], out, fmt == OPT_CSV, &rows, err,
 						 sizeof(err))) {
