@@ -285,6 +285,56 @@ def test_speedscope_reports_broken_files(tmp):
     assert any('Tried to end "a"' in w for w in warnings), warnings
 
 
+def test_speedscope_loads_the_export(tmp):
+    """tracer export --speedscope opened in speedscope: a profile per thread, and in each one's
+    sandwich exactly its span names, one row each (speedscope's Chrome importer makes a frame
+    per name and args: every decode_frame call, whose frame argument differs, its own row)."""
+    viewer = speedscope_dir()
+    path, trace = record(tmp, "--frames", "24", "--bottleneck", "decode")
+    out = os.path.join(tmp, "pipeline.speedscope.json")
+    p = subprocess.run([lib.TRACER, "export", path, "--speedscope", "-o", out],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    want = {title: {n.split(" {")[0] for n in names}
+            for title, names in expected_profiles(trace).items()}
+    every_name = set().union(*want.values())
+    assert any(n.startswith("decode_frame {") for v in expected_profiles(trace).values()
+               for n in v), "no decode_frame with args to tell the importers apart"
+    os.symlink(viewer, os.path.join(tmp, "viewer"))
+    shot = os.path.join(tmp, "speedscope-export.png")
+    with http_server(tmp) as base, \
+            cdp.Browser(os.path.join(tmp, "chromium"), log=os.path.join(tmp, "chromium.log")) as b:
+        b.call("Runtime.enable")
+        state = open_in_speedscope(b, base, os.path.basename(out))
+        assert not state["error"], state["text"]
+        _, index, count = state["toolbar"]
+        assert (index, count) == (1, len(want)), (state["toolbar"], want.keys())
+        seen = set()
+        for i in range(1, count + 1):
+            name = b.wait_for(f"(() => {{ const m = document.body.innerText.match("
+                              f"/^(.*) \\({i}\\/{count}\\)$/m); return m && m[1]; }})()")
+            assert name in want, f"profile {i}: {name!r} is not a thread of the trace"
+            seen.add(name)
+            b.press("3")
+            lines = settle(b, "document.body.innerText.includes('Symbol Name') &&"
+                           " document.body.innerText.split('\\n')",
+                           lambda got: [x.strip() for x in got or ()],
+                           lambda got: {x for x in got if x in every_name} == want[name])
+            assert {x for x in lines if x in every_name} == want[name], (name, lines)
+            assert not [x for x in lines if x.startswith(tuple(n + " {" for n in every_name))], \
+                (name, lines)
+            if i == 1:
+                b.screenshot(shot)
+                artifact(shot, "speedscope-export.png")
+            b.press("n")
+            if i < count:
+                assert b.wait_for(f"document.body.innerText.includes('({i + 1}/{count})')")
+            b.press("1")
+        assert seen == set(want)
+        warnings = nesting_warnings(b)
+        assert not warnings, warnings[:3]
+
+
 def subcommands():
     """The subcommands tracer has, as `tracer help` lists them (main dispatches from that table)."""
     p = subprocess.run([lib.TRACER, "help"], capture_output=True, text=True)
@@ -361,6 +411,8 @@ def test_bash_completion(tmp):
     if "report" in subcommands():
         open(os.path.join(tmp, "run-notes.txt"), "w").close()
         assert complete(["tracer", "report", os.path.join(tmp, "run-")]) == [
+            os.path.join(tmp, "run-trace.json")]
+        assert complete(["tracer", "diff", "a.json", os.path.join(tmp, "run-")]) == [
             os.path.join(tmp, "run-trace.json")]
         synopsis = subprocess.run([lib.TRACER, "report", "--help"], capture_output=True,
                                   text=True).stdout

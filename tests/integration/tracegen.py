@@ -26,8 +26,9 @@ def secs(ns):
 
 
 class Thread:
-    def __init__(self, pid, tid, name, kind, rng):
+    def __init__(self, pid, tid, name, kind, rng, slow=1.0):
         self.pid, self.tid, self.name, self.kind, self.rng = pid, tid, name, kind, rng
+        self.slow = slow  # its work takes this many times longer
         self.cpu = tid % CPUS
 
     def switch(self, t, state, out):
@@ -90,6 +91,7 @@ class Thread:
             d = rng.randrange(20, 80) * 1000000
         else:
             d = int(rng.expovariate(1 / (3000000 if self.kind == "decode" else 800000))) + 2000
+        d = int(d * self.slow)
         if self.kind == "op":
             ops = ("resize", "normalize", "infer")
             for op in ops:
@@ -111,14 +113,15 @@ class Thread:
         return t + 100, spans, sched
 
 
-def generate(out_path, size, seed=1, threads=8):
-    """Writes about size bytes; returns (spans, scheduler lines) written."""
+def generate(out_path, size, seed=1, threads=8, slow=None):
+    """Writes about size bytes; returns (spans, scheduler lines) written. slow: {kind: factor},
+    the work of the threads of a kind (reader, decode, op, writer) that many times longer."""
     rng = random.Random(seed)
     pid = 4000
     names = ["reader"] + [f"decode-{i}" for i in range(max(1, (threads - 2) // 2))]
     names += [f"op-{i}" for i in range(max(1, threads - 2 - len(names) + 1))] + ["writer"]
-    ts = [Thread(pid, pid + 1 + i, n, n.split("-")[0], random.Random(rng.random()))
-          for i, n in enumerate(names)]
+    ts = [Thread(pid, pid + 1 + i, n, n.split("-")[0], random.Random(rng.random()),
+                 (slow or {}).get(n.split("-")[0], 1.0)) for i, n in enumerate(names)]
     heap = [(1000000 + i * 1000, i, t) for i, t in enumerate(ts)]
     pending = []  # (emit time, seq, kind, text)
     seq = 0
@@ -195,5 +198,8 @@ if __name__ == "__main__":
     ap.add_argument("--size", default="10M", help="approximate size: 200M, 1G")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--slow", action="append", default=[], metavar="KIND=FACTOR",
+                    help="make the work of a kind of thread (decode, op, ...) FACTOR times longer")
     a = ap.parse_args()
-    generate(a.output, parse_size(a.size), a.seed, a.threads)
+    generate(a.output, parse_size(a.size), a.seed, a.threads,
+             {k: float(v) for k, v in (x.split("=") for x in a.slow)})

@@ -105,6 +105,8 @@ static void thread_groups(struct ctx *c, struct rthread **known, size_t n)
 		if (c->o->by == BY_THREAD) {
 			if (t->tid < 0)
 				snprintf(label, sizeof(label), "(no thread)");
+			else if (c->o->compare)
+				snprintf(label, sizeof(label), "%s", t->name[0] ? t->name : "?");
 			else
 				snprintf(label, sizeof(label), "%s (%" PRId64 ")",
 					 t->name[0] ? t->name : "?", t->tid);

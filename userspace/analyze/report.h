@@ -37,6 +37,9 @@ struct report_opts {
 	enum report_format format;
 	long top; /* rows to show; 0 for all, -1 for the default (20 in tables, all otherwise) */
 	uint64_t min_dur_ns;
+	/* for tracer diff, --by thread / stage: the waits (queue, GIL spans) left out of the
+	 * groups, and threads keyed by name alone (tids differ from run to run) */
+	bool compare;
 };
 
 struct report_group {

@@ -416,3 +416,19 @@ int report_html__write(FILE *f, const struct report *r, const struct report_opts
 	      f);
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
+
+/* For pages built from report parts (tracer diff). */
+const char *report_html__css(void)
+{
+	return css;
+}
+
+void report_html__escape(FILE *f, const char *text)
+{
+	put_esc(f, text);
+}
+
+void report_html__stages(FILE *f, const struct report *r)
+{
+	write_stages(f, r);
+}

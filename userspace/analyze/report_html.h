@@ -13,4 +13,10 @@
 /* Writes the page for a report computed by report__run(). 0, or -EIO if f had a write error. */
 int report_html__write(FILE *f, const struct report *r, const struct report_opts *o);
 
+/* Parts of the page, for pages built from them (tracer diff): the style sheet, text escaped
+ * for HTML, the stage chart and table of one report. */
+const char *report_html__css(void);
+void report_html__escape(FILE *f, const char *text);
+void report_html__stages(FILE *f, const struct report *r);
+
 #endif

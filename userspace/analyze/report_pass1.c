@@ -221,6 +221,8 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 		break;
 	case BY_THREAD:
 	case BY_STAGE:
+		if (c->o->compare && (cls == CAT_QUEUE || cls == CAT_GIL))
+			return;
 		if (!t)
 			t = thread_get(c, -1); /* spans without a tid */
 		if (!t->grp)

@@ -15,8 +15,9 @@ const struct command commands[] = {
 	{ "packs", cmd_packs, "the probe packs, and which apply to a process" },
 	{ "report", cmd_report,
 	  "where the time went: stages, verdict, percentiles (text, CSV, JSON, HTML)" },
+	{ "diff", cmd_diff, "compare two recordings: what got slower or faster, and where" },
 	{ "merge", cmd_merge, "one timeline of several recordings" },
-	{ "export", cmd_export, "one row per span, for query engines" },
+	{ "export", cmd_export, "one row per span, for query engines; or a speedscope profile" },
 	{ "repair", cmd_repair, "close a trace that was cut short" },
 	{ "help", cmd_help, "this list, or one command's options" },
 };
