@@ -196,8 +196,10 @@ static int choose_window(struct build *b, const char *path, char *err, size_t er
 		free(since);
 		return ret;
 	}
+	/* when each lane last went running: -1 not running, -2 nothing seen yet (then a switch
+	 * out says it ran since the recording began) */
 	for (size_t i = 0; i < b->tl->nlanes; i++)
-		since[i] = -1;
+		since[i] = -2;
 	while ((ret = trace_reader__next(tr, &it)) > 0) {
 		const struct trace_event *ev = &it.ev;
 		struct tl_lane *l;
@@ -213,9 +215,13 @@ static int choose_window(struct build *b, const char *path, char *err, size_t er
 		} else if (it.type == TI_SCHED && !ftrace_line__parse(it.text, it.len, &fl) &&
 			   fl.kind == FT_SWITCH) {
 			l = fl.prev_tid > 0 ? lane_of(b, fl.prev_tid) : NULL;
-			if (l && b->busy[l - b->tl->lanes] && since[l - b->tl->lanes] >= 0) {
-				add_bins(busy, start, dur, since[l - b->tl->lanes], fl.ts_ns);
-				since[l - b->tl->lanes] = -1;
+			if (l) {
+				int64_t *from = &since[l - b->tl->lanes];
+
+				if (b->busy[l - b->tl->lanes] && *from != -1)
+					add_bins(busy, start, dur, *from == -2 ? start : *from,
+						 fl.ts_ns);
+				*from = -1;
 			}
 			l = fl.next_tid > 0 ? lane_of(b, fl.next_tid) : NULL;
 			if (l)
@@ -225,6 +231,9 @@ static int choose_window(struct build *b, const char *path, char *err, size_t er
 	if (ret < 0)
 		snprintf(err, errlen, "%s", trace_reader__error(tr));
 	trace_reader__close(tr);
+	for (size_t i = 0; i < b->tl->nlanes; i++) /* still running at the end */
+		if (b->busy[i] && since[i] >= 0)
+			add_bins(busy, start, dur, since[i], r->end_ns);
 	free(since);
 	for (size_t i = 0; i < r->nthreads; i++)
 		with_spans += r->threads[i].spans > 0;
