@@ -427,6 +427,65 @@ def test_timeline_bad_window(tmp):
         assert not os.path.exists(out)
 
 
+@lib.offline
+def test_timeline_lanes_capped(tmp):
+    """450 threads: the 400 busiest (most spans) are drawn, grouped by stage; the page says how
+    many others it left out."""
+    path = os.path.join(tmp, "many.json")
+    events = []
+    for i in range(450):
+        tid = 1000 + i
+        events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": tid,
+                       "args": {"name": f"w{i % 3}-{i}"}})
+        for k in range(1 if i % 9 == 0 else 2):  # 50 threads with one span, 400 with two
+            events.append({"ph": "X", "name": "f", "cat": "operator", "ts": 10.0 * k + i % 7,
+                           "dur": 5.0, "pid": 1, "tid": tid})
+    with open(path, "w") as f:
+        json.dump({"traceEvents": events}, f)
+    page, text, data = report_html(tmp, path)
+    assert len(data["lanes"]) == 400 and data["other_threads"] == 50
+    assert {l["tid"] for l in data["lanes"]} == {1000 + i for i in range(450) if i % 9}
+    assert all(l["spans"] == 2 and l["rows"] for l in data["lanes"])
+    stages = [l["stage"] for l in data["lanes"]]
+    assert stages == sorted(stages, key=stages.index)  # each stage's lanes together
+    assert "50 other threads (the least busy) are not drawn" in text
+
+
+@lib.offline
+def test_timeline_spans_bounded(tmp):
+    """Past the bound of spans kept (lowered here to 100), only spans at least a column long
+    are kept: the long ones are still drawn, at their depth, the short ones counted."""
+    path = os.path.join(tmp, "spans.json")
+    events = [{"ph": "X", "name": "s", "cat": "io", "ts": 10.0 * i + 1, "dur": 1.0, "pid": 1,
+               "tid": 2} for i in range(1000)]
+    events += [{"ph": "X", "name": "mid", "cat": "queue", "ts": 5000.0, "dur": 2000.0, "pid": 1,
+                "tid": 2},
+               {"ph": "X", "name": "long", "cat": "operator", "ts": 0.0, "dur": 10000.0,
+                "pid": 1, "tid": 2}]
+    with open(path, "w") as f:
+        json.dump({"traceEvents": events}, f)
+    env = dict(os.environ, TRACER_TIMELINE_MAX_SPANS="100")
+    out = os.path.join(tmp, "r.html")
+    p = subprocess.run([lib.TRACER, "report", path, "--html", out, "--window", "0,10ms"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    with open(out) as f:
+        text = f.read()
+    data = json.loads(DATA_RE.search(text).group(1))
+    lane = data["lanes"][0]
+    assert data["spans_dropped"] == 900 and lane["spans"] == 1002
+    assert "more than 100 spans: 900 shorter than a column are not drawn" in text
+    op, queue = CH[1 + 1 * 4 + 3], CH[1 + 2 * 4 + 3]
+    assert lane["rows"][0] == op * COLS
+    io = {CH[1 + 3 * 4 + cov] for cov in range(4)}
+    # the first 100 short spans (columns 0..99) are kept, the others not; the queue span is
+    assert lane["rows"][1][500:700] == queue * 200
+    assert set(lane["rows"][1][:100]) & io and not set(lane["rows"][1][100:]) & io
+    # without the bound, every span is drawn
+    page, text, data = report_html(tmp, path, "--window", "0,10ms", name="all.html")
+    assert data["spans_dropped"] == 0 and set(data["lanes"][0]["rows"][1][900:]) & io
+
+
 def test_timeline_million_spans(tmp):
     """About a million spans on 300 threads: the page stays the size of its buckets (not of the
     spans: a trace ten times smaller gives a page of the same order), and Chromium draws every

@@ -499,6 +499,7 @@ def test_html_report(tmp):
         b.open("file://" + out)
         assert b.wait_for("document.readyState === 'complete'")
         facts = page_facts(b)
+        timeline = b.eval("window.tracerTimeline")
         b.screenshot(shot, full_page=True)
         artifact(shot, "report-pipeline.png")
     assert facts["loaded"] == [] and facts["scripts"] == 0, facts["loaded"]
@@ -521,6 +522,11 @@ def test_html_report(tmp):
         assert h["count"] == h["bars"] == g["count"] and h["drawn"], (h, g)
     assert {"decode_frame", "Wait on Input Queue", "write_frame"} <= {h["group"] for h in
                                                                      facts["hists"]}
+    # the timeline (tests/integration/test_timeline.py checks it in depth): a lane per thread,
+    # each with its state strip, spans drawn on the pipeline's stages
+    assert sorted(l["tid"] for l in timeline["lanes"]) == sorted(t["tid"] for t in rep["threads"])
+    assert all(l["stateSegments"] > 0 for l in timeline["lanes"]), timeline
+    assert sum(l["spanBoxes"] > 0 for l in timeline["lanes"]) >= 4, timeline
 
 
 def test_html_report_escapes_names(tmp):

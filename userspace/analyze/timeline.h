@@ -18,7 +18,10 @@
 #define TL_COLS 1000	     /* pixel columns of the window */
 #define TL_DEPTH 6	     /* span rows per lane; deeper spans are drawn in the last */
 #define TL_MAX_LANES 400     /* threads drawn; the rest are counted in a note */
-#define TL_MAX_SPANS 2000000 /* spans of the window kept to nest them (24 bytes each) */
+/* Spans of the window kept to nest them (24 bytes each); past it only those at least a column
+ * long, up to twice as many: a short span is never the parent of a longer one, so their depths
+ * stay right. TRACER_TIMELINE_MAX_SPANS overrides it (tests). */
+#define TL_MAX_SPANS 2000000
 #define TL_MAX_FLOWS 4000    /* wake-up arrows drawn (merged per lane pair and column) */
 #define TL_MAX_COUNTERS 16   /* counter tracks drawn */
 #define TL_SLICES 200	     /* the recording's slices when choosing the default window */

@@ -208,8 +208,9 @@ void timeline_html__write(FILE *f, const struct timeline *tl, int64_t rec_start,
 	if (tl->other_threads)
 		fprintf(f, " %zu other threads (the least busy) are not drawn.", tl->other_threads);
 	if (tl->spans_dropped)
-		fprintf(f, " %" PRIu64 " spans past %d in the window are not drawn.",
-			tl->spans_dropped, TL_MAX_SPANS);
+		fprintf(f, " The window holds more than %" PRIu64 " spans: %" PRIu64 " shorter than "
+			   "a column are not drawn (a shorter --window draws them).",
+			tl->max_spans, tl->spans_dropped);
 	if (tl->flows_dropped)
 		fprintf(f, " %" PRIu64 " wake-ups past %d arrows are not drawn.", tl->flows_dropped,
 			TL_MAX_FLOWS);

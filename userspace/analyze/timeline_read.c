@@ -227,7 +227,8 @@ static void add_span(struct build *b, const struct trace_event *ev)
 	if (!l || e <= w->start || s >= w->start + w->dur)
 		return;
 	l->spans++;
-	if (b->kept >= TL_MAX_SPANS) {
+	if (b->kept >= b->tl->max_spans &&
+	    (b->kept >= 2 * b->tl->max_spans || (__int128)(e - s) * TL_COLS < w->dur)) {
 		b->tl->spans_dropped++;
 		return;
 	}
@@ -500,6 +501,13 @@ int timeline__build(struct timeline *tl, const char *path, const struct report *
 
 	memset(tl, 0, sizeof(*tl));
 	tl->has_sched = r->has_sched;
+	tl->max_spans = TL_MAX_SPANS;
+	if (getenv("TRACER_TIMELINE_MAX_SPANS")) {
+		long k;
+
+		if (!parse_long(getenv("TRACER_TIMELINE_MAX_SPANS"), 1, TL_MAX_SPANS, &k))
+			tl->max_spans = k;
+	}
 	tl->flows = xcalloc(TL_MAX_FLOWS, sizeof(*tl->flows));
 	tl->counters = xcalloc(TL_MAX_COUNTERS, sizeof(*tl->counters));
 	ret = make_lanes(&b);

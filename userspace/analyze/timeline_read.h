@@ -3,7 +3,7 @@
  * for the report's threads grouped by stage, each with its spans bucketed by depth and its
  * scheduler states, the wake-up arrows and the counter tracks of the window. It streams the file
  * (once more to choose the default window); memory is fixed per lane plus the window's spans,
- * at most TL_MAX_SPANS. */
+ * at most 2 * TL_MAX_SPANS. */
 #ifndef TRACER_TIMELINE_READ_H
 #define TRACER_TIMELINE_READ_H
 
@@ -57,7 +57,8 @@ struct timeline {
 	uint64_t wakeups, flows_dropped; /* wake-ups into the window; past TL_MAX_FLOWS */
 	struct tl_counter *counters;
 	size_t ncounters, other_counters;
-	uint64_t spans_dropped; /* past TL_MAX_SPANS: not drawn */
+	uint64_t spans_dropped;	  /* past the bound (timeline.h): not drawn */
+	uint64_t max_spans;	  /* the bound */
 };
 
 /* Builds the timeline of path for the report r. window: the one to draw, or NULL for the
