@@ -306,7 +306,17 @@ def drawn(b):
             });
             return {cells, states};
         });
-        return {S, pixels, flowPixels};
+        // the tooltip, over the first full cell of the first lane that has one
+        let tip = null;
+        const i = pixels ? pixels.findIndex(p => p.cells.length) : -1;
+        if (i >= 0) {
+            const c = pixels[i].cells[0], r = g.canvas.getBoundingClientRect();
+            g.canvas.dispatchEvent(new MouseEvent('mousemove', {
+                clientX: r.left + 210 + c.col + 0.5,
+                clientY: r.top + S.lanes[i].y + c.depth * S.lanes[i].rowHeight + 1}));
+            tip = {lane: i, cell: c, text: document.getElementById('tl-tip').textContent};
+        }
+        return {S, pixels, flowPixels, tip};
     })()""")
 
 
@@ -331,6 +341,11 @@ def check_drawn(got, data):
         assert bool(px["cells"]) == any("3" in r or any((CH.index(c) - 1) % 4 == 3
                                                         for c in r if c != ".")
                                         for r in lane["rows"])
+    if got["tip"]:  # hovering a cell names its thread, time, category and depth
+        lane, cell = data["lanes"][got["tip"]["lane"]], got["tip"]["cell"]
+        assert got["tip"]["text"].startswith(f"{lane['name']} ({lane['tid']}) at "), got["tip"]
+        assert got["tip"]["text"].endswith(f": {cell['cat']} span (depth {cell['depth']})"), \
+            got["tip"]
     assert s["arrows"] == len(data["flows"])
     assert (got["flowPixels"] > 0) == (len(data["flows"]) > 0)
     for shown, c in zip(s["counters"], data["counters"]):
@@ -374,6 +389,7 @@ def test_timeline_whole_recording(tmp):
     assert checked > 7 * COLS // 2, f"only {checked} state columns checked"
     got = open_page(tmp, page, os.path.join(tmp, "timeline.png"))
     check_drawn(got, data)
+    assert got["tip"], "no cell to hover"
 
 
 def test_timeline_window(tmp):

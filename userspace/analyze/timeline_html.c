@@ -231,7 +231,9 @@ void timeline_html__write(FILE *f, const struct timeline *tl, int64_t rec_start,
 	fputs("<p class=\"note\"><label><input type=\"checkbox\" id=\"tl-show-flows\" checked> "
 	      "wake-up arrows</label> &nbsp; <span id=\"tl-tip\">&nbsp;</span></p>\n"
 	      "<div style=\"overflow-x:auto;position:relative\">"
-	      "<canvas id=\"tl-canvas\" width=\"1210\" height=\"100\"></canvas>"
+	      "<canvas id=\"tl-canvas\" width=\"1210\" height=\"100\" role=\"img\" "
+	      "aria-label=\"timeline: a lane per thread, its spans by depth and its states\">"
+	      "</canvas>"
 	      "<canvas id=\"tl-flows\" width=\"1210\" height=\"100\" style=\"position:absolute;"
 	      "left:0;top:0;pointer-events:none\"></canvas></div>\n",
 	      f);
