@@ -502,6 +502,35 @@ def test_timeline_spans_bounded(tmp):
     assert data["spans_dropped"] == 0 and set(data["lanes"][0]["rows"][1][900:]) & io
 
 
+@lib.offline
+def test_timeline_odd_events(tmp):
+    """Events tracer does not write itself: a trace starting below 0, a flow end without its
+    start, counters whose args are not an object or not finite numbers. The page's data stays
+    strict JSON and the window can be given back as it is shown."""
+    path = os.path.join(tmp, "odd.json")
+    events = [
+        {"ph": "i", "s": "g", "name": "recording started", "pid": 0, "tid": 0, "ts": 0,
+         "args": {"t0_monotonic_ns": 1}},
+        {"ph": "X", "name": "a", "cat": "io", "ts": -5.5, "dur": 20, "pid": 1, "tid": 1},
+        {"ph": "s", "id": "zz", "ts": 1, "pid": 1, "tid": 1},
+        {"ph": "f", "id": "zz", "ts": 2, "pid": 1, "tid": 1},
+        {"ph": "f", "id": "nope", "ts": 3, "pid": 1, "tid": 1},
+        {"ph": "C", "name": "c", "ts": 3, "pid": 1, "args": [1, 2]}]
+    with open(path, "w") as f:
+        f.write(json.dumps({"traceEvents": events})[:-2] +
+                ',{"ph":"C","name":"c","ts":4,"pid":1,"args":{"v":"x","w":1e999}}]}')
+    page, text, _ = report_html(tmp, path)
+
+    def strict(name):
+        raise AssertionError(f"not JSON: {name}")
+
+    data = json.loads(DATA_RE.search(text).group(1), parse_constant=strict)
+    assert data["wakeups"] == 1 and len(data["flows"]) == 1 and data["counters"] == []
+    assert (data["start_ns"], data["dur_ns"]) == (-5500, 20000)
+    assert "--window -5.500,20.000" in text
+    assert data["lanes"][0]["rows"][0] == CH[1 + 3 * 4 + 3] * COLS
+
+
 def test_timeline_million_spans(tmp):
     """About a million spans on 300 threads: the page stays the size of its buckets (not of the
     spans: a trace ten times smaller gives a page of the same order), and Chromium draws every

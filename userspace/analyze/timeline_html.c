@@ -185,10 +185,11 @@ void timeline_html__write(FILE *f, const struct timeline *tl, int64_t rec_start,
 	fputs("<h2 id=\"timeline\">Timeline</h2>\n<p class=\"note\" id=\"tl-window\">", f);
 	fprintf(f, "Window: %s from %s", fmt_duration(tl->w.dur, a, sizeof(a)),
 		fmt_duration(tl->w.start > 0 ? tl->w.start : 0, b, sizeof(b)));
-	fprintf(f, " (<code>--window %" PRId64 ".%03d,%" PRId64 ".%03d</code>) of %s recorded, "
+	/* as microseconds with three decimals, the file's own unit (a trace may start below 0) */
+	fprintf(f, " (<code>--window %s%" PRId64 ".%03d,%" PRId64 ".%03d</code>) of %s recorded, "
 		   "in %d columns. ",
-		tl->w.start / 1000, (int)(tl->w.start % 1000), tl->w.dur / 1000,
-		(int)(tl->w.dur % 1000),
+		tl->w.start < 0 ? "-" : "", (int64_t)llabs(tl->w.start) / 1000,
+		(int)(llabs(tl->w.start) % 1000), tl->w.dur / 1000, (int)(tl->w.dur % 1000),
 		fmt_duration(rec_end > rec_start ? rec_end - rec_start : 0, c, sizeof(c)), TL_COLS);
 	if (tl->chosen) {
 		fprintf(f, "Chosen where the busiest stage (");

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -333,8 +334,8 @@ static void add_counter(struct build *b, const struct trace_event *ev)
 		struct tl_counter *c = NULL;
 		char name[96];
 
-		if (!cJSON_IsNumber(m) || !m->string)
-			continue;
+		if (!cJSON_IsNumber(m) || !m->string || !isfinite(m->valuedouble))
+			continue; /* (1e999 parses as infinity, which JSON cannot hold) */
 		snprintf(name, sizeof(name), "%s %s", ev->name, m->string);
 		for (size_t i = 0; i < tl->ncounters && !c; i++)
 			if (tl->counters[i].pid == ev->pid && !strcmp(tl->counters[i].name, name))
