@@ -529,6 +529,8 @@ def test_timeline_odd_events(tmp):
     assert (data["start_ns"], data["dur_ns"]) == (-5500, 20000)
     assert "--window -5.500,20.000" in text
     assert data["lanes"][0]["rows"][0] == CH[1 + 3 * 4 + 3] * COLS
+    page, text, again = report_html(tmp, path, "--window", "-5.500,20.000", name="again.html")
+    assert again["lanes"] == data["lanes"] and not again["chosen"]
 
 
 def test_timeline_million_spans(tmp):

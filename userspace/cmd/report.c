@@ -48,21 +48,23 @@ static const char report_usage[] =
 	"  tracer report run.json --html report.html\n"
 	"  tracer report run.json --html report.html --window 1.5s,20ms\n";
 
-/* "START,DUR": each microseconds or with a unit; DUR > 0. */
+/* "START,DUR": each microseconds or with a unit; START may be below 0 (a trace can start
+ * there), DUR > 0. */
 static int parse_window(const char *s, struct tl_window *w)
 {
 	const char *comma = strchr(s, ',');
+	bool neg = *s == '-';
 	uint64_t start, dur;
 	char first[64];
 
 	if (!comma || (size_t)(comma - s) >= sizeof(first))
 		return -EINVAL;
-	memcpy(first, s, comma - s);
-	first[comma - s] = 0;
+	memcpy(first, s + neg, comma - s - neg);
+	first[comma - s - neg] = 0;
 	if (parse_duration(first, 1000, &start) || parse_duration(comma + 1, 1000, &dur) || !dur ||
 	    start > INT64_MAX / 2 || dur > INT64_MAX / 2)
 		return -EINVAL;
-	w->start = (int64_t)start;
+	w->start = neg ? -(int64_t)start : (int64_t)start;
 	w->dur = (int64_t)dur;
 	return 0;
 }
