@@ -347,6 +347,7 @@ def check_drawn(got, data):
         assert got["tip"]["text"].endswith(f": {cell['cat']} span (depth {cell['depth']})"), \
             got["tip"]
     assert s["arrows"] == len(data["flows"])
+    assert s["arrowsVisible"] == (len(data["flows"]) <= 300) == (not data["arrows_hidden"])
     assert (got["flowPixels"] > 0) == (len(data["flows"]) > 0)
     for shown, c in zip(s["counters"], data["counters"]):
         assert shown["columns"] == sum(v is not None for v in c["max"])

@@ -23,6 +23,7 @@
  * stay right. TRACER_TIMELINE_MAX_SPANS overrides it (tests). */
 #define TL_MAX_SPANS 2000000
 #define TL_MAX_FLOWS 4000    /* wake-up arrows drawn (merged per lane pair and column) */
+#define TL_FLOWS_SHOWN 300   /* more arrows than this start hidden: they cover the lanes */
 #define TL_MAX_COUNTERS 16   /* counter tracks drawn */
 #define TL_SLICES 200	     /* the recording's slices when choosing the default window */
 #define TL_SPANS_PER_LANE 40 /* the default window holds about this many spans per thread */

@@ -94,7 +94,8 @@ static void write_data(FILE *f, const struct timeline *tl)
 				fputs(k ? ",null" : "null", f);
 		fputs("]}", f);
 	}
-	fprintf(f, "],\n\"other_threads\":%zu,\"other_counters\":%zu,\"wakeups\":%" PRIu64
+	fprintf(f, "],\n\"arrows_hidden\":%s,", tl->nflows > TL_FLOWS_SHOWN ? "true" : "false");
+	fprintf(f, "\"other_threads\":%zu,\"other_counters\":%zu,\"wakeups\":%" PRIu64
 		   ",\"flows_dropped\":%" PRIu64 ",\"spans_dropped\":%" PRIu64 "}</script>\n",
 		tl->other_threads, tl->other_counters, tl->wakeups, tl->flows_dropped,
 		tl->spans_dropped);
@@ -158,8 +159,11 @@ static const char script[] =
 	"fg.lineTo(x2-6*Math.cos(an-0.4),y2-6*Math.sin(an-0.4));"
 	"fg.lineTo(x2-6*Math.cos(an+0.4),y2-6*Math.sin(an+0.4));fg.fill();"
 	"S.arrows++;S.lanes[f[0]].arrowsOut++;S.lanes[f[1]].arrowsIn++;}\n"
-	"document.getElementById('tl-show-flows').addEventListener('change',e=>{"
-	"fc.style.display=e.target.checked?'':'none';});\n"
+	"const box=document.getElementById('tl-show-flows');\n"
+	"box.addEventListener('change',e=>{fc.style.display=box.checked?'':'none';"
+	"S.arrowsVisible=box.checked;});\n"
+	"box.checked=!D.arrows_hidden;fc.style.display=box.checked?'':'none';"
+	"S.arrowsVisible=box.checked;\n"
 	"const tip=document.getElementById('tl-tip');\n"
 	"cv.addEventListener('mousemove',e=>{const r=cv.getBoundingClientRect(),x=e.clientX-r.left,"
 	"yy=e.clientY-r.top,col=Math.floor(x-L);let t='';\n"
@@ -229,9 +233,12 @@ void timeline_html__write(FILE *f, const struct timeline *tl, int64_t rec_start,
 				st_names[k]);
 		fputs("<span><i style=\"background:#d81b60\"></i>wake-up</span></p>\n", f);
 	}
-	fputs("<p class=\"note\"><label><input type=\"checkbox\" id=\"tl-show-flows\" checked> "
-	      "wake-up arrows</label> &nbsp; <span id=\"tl-tip\">&nbsp;</span></p>\n"
-	      "<div style=\"overflow-x:auto;position:relative\">"
+	fprintf(f, "<p class=\"note\"><label><input type=\"checkbox\" id=\"tl-show-flows\" "
+		   "checked> %zu wake-up arrows%s</label> &nbsp; <span id=\"tl-tip\">&nbsp;</span>"
+		   "</p>\n",
+		tl->nflows,
+		tl->nflows > TL_FLOWS_SHOWN ? " (hidden at first: so many cover the lanes)" : "");
+	fputs("<div style=\"overflow-x:auto;position:relative\">"
 	      "<canvas id=\"tl-canvas\" width=\"1210\" height=\"100\" role=\"img\" "
 	      "aria-label=\"timeline: a lane per thread, its spans by depth and its states\">"
 	      "</canvas>"
