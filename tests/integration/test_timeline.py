@@ -565,4 +565,5 @@ def test_timeline_million_spans(tmp):
     with open(os.path.join(folder, "timeline-million.txt"), "w") as f:
         f.write(f"{nspans} spans, 300 threads: report --html {times['big']:.1f} s, page "
                 f"{sizes['big']} bytes; a tenth of it: {times['small']:.1f} s, "
-                f"{sizes['small']} bytes; Chromium opened and drew it in {times['browser']:.1f} s\n")
+                f"{sizes['small']} bytes; Chromium opened and drew it in "
+                f"{times['browser']:.1f} s\n")

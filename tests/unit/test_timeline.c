@@ -24,18 +24,18 @@ static void test_columns(void)
 {
 	struct tl_window w = { 1000, 1000000 }; /* 1000 ns a column */
 
-	CHECK(tl_col(&w, 0) == 0);	       /* before: clamped */
-	CHECK(tl_col(&w, 1000) == 0);
-	CHECK(tl_col(&w, 1999) == 0);
-	CHECK(tl_col(&w, 2000) == 1);
-	CHECK(tl_col(&w, 1000 + 999999) == TL_COLS - 1);
-	CHECK(tl_col(&w, 5000000) == TL_COLS - 1); /* after: clamped */
+	CHECK(tl__col(&w, 0) == 0);	       /* before: clamped */
+	CHECK(tl__col(&w, 1000) == 0);
+	CHECK(tl__col(&w, 1999) == 0);
+	CHECK(tl__col(&w, 2000) == 1);
+	CHECK(tl__col(&w, 1000 + 999999) == TL_COLS - 1);
+	CHECK(tl__col(&w, 5000000) == TL_COLS - 1); /* after: clamped */
 	/* a bin starts at the first time it holds, for widths that do not divide evenly */
 	for (int i = 0; i < 7; i++) {
-		int64_t s = tl_bin_start(0, 1000, 7, i);
+		int64_t s = tl__bin_start(0, 1000, 7, i);
 
-		CHECK(tl_bin(0, 1000, 7, s) == i);
-		CHECK(s == 0 || tl_bin(0, 1000, 7, s - 1) == i - 1);
+		CHECK(tl__bin(0, 1000, 7, s) == i);
+		CHECK(s == 0 || tl__bin(0, 1000, 7, s - 1) == i - 1);
 	}
 }
 
@@ -49,7 +49,7 @@ static void test_nesting(void)
 				{ 0, 1000, CAT_DECODE } };
 
 	memset(rows, 0xff, sizeof(rows));
-	CHECK(tl_nest(&w, sp, 4, rows) == 3);
+	CHECK(tl__nest(&w, sp, 4, rows) == 3);
 	for (int c = 0; c < TL_COLS; c++) {
 		CHECK(cat_of(rows[0][c]) == CAT_DECODE && cov_of(rows[0][c]) == 3);
 		CHECK(cat_of(rows[1][c]) == (c >= 100 && c < 300   ? CAT_OPERATOR :
@@ -70,7 +70,7 @@ static void test_start_order_and_overlap(void)
 				{ 300, 600, CAT_OPERATOR }, /* overlaps the parent's end */
 				{ 700, 800, CAT_DECODE } };
 
-	CHECK(tl_nest(&w, sp, 4, rows) == 2);
+	CHECK(tl__nest(&w, sp, 4, rows) == 2);
 	CHECK(cat_of(rows[0][0]) == CAT_IO && cat_of(rows[1][0]) == CAT_QUEUE);
 	CHECK(cat_of(rows[1][350]) == CAT_OPERATOR && cat_of(rows[1][550]) == CAT_OPERATOR);
 	CHECK(cat_of(rows[0][550]) == -1);
@@ -86,7 +86,7 @@ static void test_dominant(void)
 				{ 1000, 1050, CAT_OPERATOR }, { 3000, 3200, CAT_IO },
 				{ 3200, 3400, CAT_DECODE },   { 5000, 6500, CAT_QUEUE } };
 
-	CHECK(tl_nest(&w, sp, 6, rows) == 1);
+	CHECK(tl__nest(&w, sp, 6, rows) == 1);
 	CHECK(cat_of(rows[0][0]) == CAT_IO && cov_of(rows[0][0]) == 2); /* 70% filled */
 	CHECK(cat_of(rows[0][1]) == CAT_OPERATOR && cov_of(rows[0][1]) == 0); /* 5% */
 	CHECK(rows[0][2] == 0);
@@ -108,7 +108,7 @@ static void test_clip_and_depth_cap(void)
 					  i < TL_DEPTH - 1 ? CAT_DECODE : CAT_IO };
 	sp[0].cat = CAT_OPERATOR;
 	sp[TL_DEPTH + 2] = (struct tl_span){ 0, 500, CAT_GIL }; /* before the window */
-	CHECK(tl_nest(&w, sp, TL_DEPTH + 3, rows) == TL_DEPTH);
+	CHECK(tl__nest(&w, sp, TL_DEPTH + 3, rows) == TL_DEPTH);
 	for (int c = 0; c < TL_COLS; c++) {
 		CHECK(cat_of(rows[0][c]) == CAT_OPERATOR && cov_of(rows[0][c]) == 3);
 		CHECK(cat_of(rows[1][c]) == CAT_DECODE);
@@ -133,14 +133,14 @@ static void test_states(void)
 	struct tl_iv *q;
 	size_t nq;
 
-	tl_nest(&w, sp, 4, rows); /* sorts them */
-	nq = tl_queue_union(sp, 4, is_queue, &q);
+	tl__nest(&w, sp, 4, rows); /* sorts them */
+	nq = tl__queue_union(sp, 4, is_queue, &q);
 	CHECK(nq == 2 && q[0].s == 100 && q[0].e == 400 && q[1].s == 600 && q[1].e == 700);
-	tl_add_state(&w, acc, TS_RUNNING, 0, 50, q, nq);
-	tl_add_state(&w, acc, TS_RUNNABLE, 50, 60, q, nq);
-	tl_add_state(&w, acc, TS_SLEEPING, 60, 650, q, nq);
-	tl_add_state(&w, acc, TS_BLOCKED, 650, 900, q, nq);
-	tl_states(acc, st);
+	tl__add_state(&w, acc, TS_RUNNING, 0, 50, q, nq);
+	tl__add_state(&w, acc, TS_RUNNABLE, 50, 60, q, nq);
+	tl__add_state(&w, acc, TS_SLEEPING, 60, 650, q, nq);
+	tl__add_state(&w, acc, TS_BLOCKED, 650, 900, q, nq);
+	tl__states(acc, st);
 	for (int c = 0; c < TL_COLS; c++) {
 		int want = c < 50 ? TS_RUNNING : c < 60 ? TS_RUNNABLE :
 			   c < 100 ? TS_SLEEPING : c < 400 ? TS_QUEUE :
@@ -163,18 +163,18 @@ static void test_default_window(void)
 		busy[i] = i >= 50 && i < 54 ? 1000 : i >= 120 && i < 124 ? 1000 : 10;
 	}
 	/* 20000 spans, 10 lanes: 400 wanted, 4 slices; the first of two equally busy places */
-	w = tl_default_window(0, 2000000, spans, busy, 10);
+	w = tl__default_window(0, 2000000, spans, busy, 10);
 	CHECK(w.start == 50 * 10000 && w.dur == 4 * 10000);
 	busy[122] = 5000;
-	w = tl_default_window(0, 2000000, spans, busy, 10);
+	w = tl__default_window(0, 2000000, spans, busy, 10);
 	CHECK(w.start == 120 * 10000 && w.dur == 4 * 10000);
 	/* few spans: the whole recording */
-	w = tl_default_window(500, 2000500, spans, busy, 500);
+	w = tl__default_window(500, 2000500, spans, busy, 500);
 	CHECK(w.start == 500 && w.dur == 2000000);
 	/* very many: one slice */
 	for (int i = 0; i < TL_SLICES; i++)
 		spans[i] = 1000000;
-	w = tl_default_window(0, 2000000, spans, busy, 1);
+	w = tl__default_window(0, 2000000, spans, busy, 1);
 	CHECK(w.start == 122 * 10000 && w.dur == 10000);
 }
 
@@ -218,7 +218,7 @@ static void test_random_trees(void)
 			copy[i] = copy[j];
 			copy[j] = x;
 		}
-		tl_nest(&w, copy, ngen, rows);
+		tl__nest(&w, copy, ngen, rows);
 		for (int t = 0; t < TL_COLS; t++) {
 			int want[TL_DEPTH], d = 0;
 

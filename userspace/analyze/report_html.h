@@ -17,6 +17,6 @@
 int report_html__write(FILE *f, const struct report *r, const struct report_opts *o,
 		       const struct timeline *tl);
 /* Text or attribute content, escaped for HTML. */
-void html_put_esc(FILE *f, const char *text);
+void report_html__esc(FILE *f, const char *text);
 
 #endif

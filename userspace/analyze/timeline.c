@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tl_bin(int64_t start, int64_t dur, int n, int64_t t)
+int tl__bin(int64_t start, int64_t dur, int n, int64_t t)
 {
 	__int128 k;
 
@@ -17,15 +17,15 @@ int tl_bin(int64_t start, int64_t dur, int n, int64_t t)
 	return k >= n ? n - 1 : (int)k;
 }
 
-int64_t tl_bin_start(int64_t start, int64_t dur, int n, int i)
+int64_t tl__bin_start(int64_t start, int64_t dur, int n, int i)
 {
 	/* the first t with (t - start) * n / dur >= i */
 	return start + (int64_t)(((__int128)dur * i + n - 1) / n);
 }
 
-int tl_col(const struct tl_window *w, int64_t t)
+int tl__col(const struct tl_window *w, int64_t t)
 {
-	return tl_bin(w->start, w->dur, TL_COLS, t);
+	return tl__bin(w->start, w->dur, TL_COLS, t);
 }
 
 /* Adds the part of [s, e) inside the window to acc[col * stride + k]. */
@@ -40,9 +40,9 @@ static void spread(const struct tl_window *w, uint64_t *acc, int stride, int k, 
 		e = end;
 	if (e <= s)
 		return;
-	for (int c = tl_col(w, s), last = tl_col(w, e - 1); c <= last; c++) {
-		int64_t cs = tl_bin_start(w->start, w->dur, TL_COLS, c);
-		int64_t ce = tl_bin_start(w->start, w->dur, TL_COLS, c + 1);
+	for (int c = tl__col(w, s), last = tl__col(w, e - 1); c <= last; c++) {
+		int64_t cs = tl__bin_start(w->start, w->dur, TL_COLS, c);
+		int64_t ce = tl__bin_start(w->start, w->dur, TL_COLS, c + 1);
 
 		acc[(size_t)c * stride + k] += (e < ce ? e : ce) - (s > cs ? s : cs);
 	}
@@ -67,7 +67,7 @@ static int coverage(uint64_t cov, int64_t width)
 	return cov * 10 >= (uint64_t)width ? 1 : 0;
 }
 
-int tl_nest(const struct tl_window *w, struct tl_span *sp, size_t n, uint8_t rows[][TL_COLS])
+int tl__nest(const struct tl_window *w, struct tl_span *sp, size_t n, uint8_t rows[][TL_COLS])
 {
 	uint64_t *acc = xcalloc((size_t)TL_DEPTH * TL_COLS * CAT_MAX, sizeof(*acc));
 	int64_t *open = NULL;
@@ -96,8 +96,8 @@ int tl_nest(const struct tl_window *w, struct tl_span *sp, size_t n, uint8_t row
 	for (int d = 0; d < TL_DEPTH; d++)
 		for (int c = 0; c < TL_COLS; c++) {
 			const uint64_t *a = acc + ((size_t)d * TL_COLS + c) * CAT_MAX;
-			int64_t width = tl_bin_start(w->start, w->dur, TL_COLS, c + 1) -
-					tl_bin_start(w->start, w->dur, TL_COLS, c);
+			int64_t width = tl__bin_start(w->start, w->dur, TL_COLS, c + 1) -
+					tl__bin_start(w->start, w->dur, TL_COLS, c);
 			uint64_t sum = 0;
 			int best = -1;
 
@@ -113,7 +113,8 @@ int tl_nest(const struct tl_window *w, struct tl_span *sp, size_t n, uint8_t row
 	return used;
 }
 
-size_t tl_queue_union(const struct tl_span *sp, size_t n, const bool *is_queue, struct tl_iv **out)
+size_t tl__queue_union(const struct tl_span *sp, size_t n, const bool *is_queue,
+		       struct tl_iv **out)
 {
 	struct tl_iv *v = NULL;
 	size_t nv = 0, cap = 0;
@@ -136,8 +137,8 @@ size_t tl_queue_union(const struct tl_span *sp, size_t n, const bool *is_queue, 
 	return nv;
 }
 
-void tl_add_state(const struct tl_window *w, uint64_t (*acc)[TS_MAX], enum tl_state st,
-		  int64_t s, int64_t e, const struct tl_iv *q, size_t nq)
+void tl__add_state(const struct tl_window *w, uint64_t (*acc)[TS_MAX], enum tl_state st,
+		   int64_t s, int64_t e, const struct tl_iv *q, size_t nq)
 {
 	size_t lo = 0, hi = nq;
 
@@ -166,7 +167,7 @@ void tl_add_state(const struct tl_window *w, uint64_t (*acc)[TS_MAX], enum tl_st
 		spread(w, &acc[0][0], TS_MAX, st, s, e);
 }
 
-void tl_states(uint64_t (*acc)[TS_MAX], uint8_t *out)
+void tl__states(uint64_t (*acc)[TS_MAX], uint8_t *out)
 {
 	for (int c = 0; c < TL_COLS; c++) {
 		int best = TS_NONE;
@@ -178,8 +179,8 @@ void tl_states(uint64_t (*acc)[TS_MAX], uint8_t *out)
 	}
 }
 
-struct tl_window tl_default_window(int64_t start, int64_t end, const uint64_t *spans,
-				   const uint64_t *busy, size_t lanes)
+struct tl_window tl__default_window(int64_t start, int64_t end, const uint64_t *spans,
+				    const uint64_t *busy, size_t lanes)
 {
 	uint64_t total = 0, want = (uint64_t)(lanes ? lanes : 1) * TL_SPANS_PER_LANE, sum = 0,
 		 best = 0;
@@ -204,8 +205,8 @@ struct tl_window tl_default_window(int64_t start, int64_t end, const uint64_t *s
 		}
 	}
 	{
-		int64_t s0 = tl_bin_start(start, end - start, TL_SLICES, (int)at);
-		int64_t s1 = tl_bin_start(start, end - start, TL_SLICES, (int)(at + k));
+		int64_t s0 = tl__bin_start(start, end - start, TL_SLICES, (int)at);
+		int64_t s1 = tl__bin_start(start, end - start, TL_SLICES, (int)(at + k));
 
 		return (struct tl_window){ s0, s1 - s0 };
 	}

@@ -49,34 +49,35 @@ struct tl_iv {
 
 /* Which of n equal bins of [start, start + dur) holds t, clamped into 0 .. n - 1; and where
  * bin i starts. */
-int tl_bin(int64_t start, int64_t dur, int n, int64_t t);
-int64_t tl_bin_start(int64_t start, int64_t dur, int n, int i);
+int tl__bin(int64_t start, int64_t dur, int n, int64_t t);
+int64_t tl__bin_start(int64_t start, int64_t dur, int n, int i);
 /* The column of time t in the window, clamped into 0 .. TL_COLS - 1. */
-int tl_col(const struct tl_window *w, int64_t t);
+int tl__col(const struct tl_window *w, int64_t t);
 
 /* Nests a lane's spans by time (sorts sp by start, longest first; a span's depth is the number
  * of spans still open at its start) and fills rows[depth][col] with the dominant category of
  * the time at that depth in that column (ties to the lower category). Returns the rows used
  * (0..TL_DEPTH). Spans are clipped to the window; deeper ones go to the last row. */
-int tl_nest(const struct tl_window *w, struct tl_span *sp, size_t n, uint8_t rows[][TL_COLS]);
+int tl__nest(const struct tl_window *w, struct tl_span *sp, size_t n, uint8_t rows[][TL_COLS]);
 
 /* The union of the queue spans of sp (after tl_nest: sorted) in *out (malloc'ed, sorted,
  * disjoint); returns the count. is_queue[cat] says which categories are waits. */
-size_t tl_queue_union(const struct tl_span *sp, size_t n, const bool *is_queue, struct tl_iv **out);
+size_t tl__queue_union(const struct tl_span *sp, size_t n, const bool *is_queue,
+		       struct tl_iv **out);
 
 /* Adds [s, e) spent in state st to the per-column totals acc[col][state]. Sleeping and blocked
  * time inside q (a queue union) counts as TS_QUEUE. */
-void tl_add_state(const struct tl_window *w, uint64_t (*acc)[TS_MAX], enum tl_state st,
-		  int64_t s, int64_t e, const struct tl_iv *q, size_t nq);
+void tl__add_state(const struct tl_window *w, uint64_t (*acc)[TS_MAX], enum tl_state st,
+		   int64_t s, int64_t e, const struct tl_iv *q, size_t nq);
 
 /* The dominant state of each column (TS_NONE where nothing is known). */
-void tl_states(uint64_t (*acc)[TS_MAX], uint8_t *out);
+void tl__states(uint64_t (*acc)[TS_MAX], uint8_t *out);
 
 /* The default window: the recording [start, end) cut into TL_SLICES slices, spans[i] the spans
  * ending in slice i and busy[i] the busiest stage's busy time there. The window is k slices
  * long, k such that it holds about TL_SPANS_PER_LANE spans per lane on average (the whole
  * recording when it holds fewer), at the k slices with the most busy time (earliest on ties). */
-struct tl_window tl_default_window(int64_t start, int64_t end, const uint64_t *spans,
-				   const uint64_t *busy, size_t lanes);
+struct tl_window tl__default_window(int64_t start, int64_t end, const uint64_t *spans,
+				    const uint64_t *busy, size_t lanes);
 
 #endif

@@ -197,7 +197,7 @@ void timeline_html__write(FILE *f, const struct timeline *tl, int64_t rec_start,
 		fmt_duration(rec_end > rec_start ? rec_end - rec_start : 0, c, sizeof(c)), TL_COLS);
 	if (tl->chosen) {
 		fprintf(f, "Chosen where the busiest stage (");
-		html_put_esc(f, tl->busiest[0] ? tl->busiest : "none");
+		report_html__esc(f, tl->busiest[0] ? tl->busiest : "none");
 		fprintf(f, ") works most (in spans other than queue waits), about %d spans per "
 			   "thread; <code>--window START,DUR</code> "
 			   "picks another. ",

@@ -164,8 +164,8 @@ static void add_bins(uint64_t *bins, int64_t start, int64_t dur, int64_t s, int6
 		s = start;
 	if (e > start + dur)
 		e = start + dur;
-	for (int i = tl_bin(start, dur, TL_SLICES, s); s < e && i < TL_SLICES; i++) {
-		int64_t be = tl_bin_start(start, dur, TL_SLICES, i + 1);
+	for (int i = tl__bin(start, dur, TL_SLICES, s); s < e && i < TL_SLICES; i++) {
+		int64_t be = tl__bin_start(start, dur, TL_SLICES, i + 1);
 
 		bins[i] += (e < be ? e : be) - s;
 		s = be;
@@ -203,7 +203,7 @@ static int choose_window(struct build *b, const char *path, char *err, size_t er
 
 		if (ev->ph != 'X' || !ev->has_ts || !ev->has_dur || ev->dur_ns < 0)
 			continue;
-		spans[tl_bin(start, dur, TL_SLICES, ev->ts_ns + ev->dur_ns)]++;
+		spans[tl__bin(start, dur, TL_SLICES, ev->ts_ns + ev->dur_ns)]++;
 		l = ev->has_tid ? lane_of(b, ev->tid) : NULL;
 		if (l && b->busy[l - b->tl->lanes] && span_cat(ev) != CAT_QUEUE)
 			add_bins(busy, start, dur, ev->ts_ns, ev->ts_ns + ev->dur_ns);
@@ -213,7 +213,7 @@ static int choose_window(struct build *b, const char *path, char *err, size_t er
 	trace_reader__close(tr);
 	for (size_t i = 0; i < r->nthreads; i++)
 		with_spans += r->threads[i].spans > 0;
-	b->tl->w = tl_default_window(start, r->end_ns, spans, busy, with_spans);
+	b->tl->w = tl__default_window(start, r->end_ns, spans, busy, with_spans);
 	return ret < 0 ? ret : 0;
 }
 
@@ -284,7 +284,7 @@ static void add_flow(struct build *b, const struct trace_event *ev)
 		memset(&k, 0, sizeof(k));
 		k.a = (int)(from - tl->lanes);
 		k.b = (int)(to - tl->lanes);
-		k.col = tl_col(&tl->w, ev->ts_ns);
+		k.col = tl__col(&tl->w, ev->ts_ns);
 		HASH_FIND(hh, b->slots, &k, sizeof(k), slot);
 		if (slot) {
 			tl->flows[slot->i].count++;
@@ -313,7 +313,7 @@ static void counter_hold(const struct tl_window *w, struct tl_counter *c, double
 		e = w->start + w->dur;
 	if (e <= s)
 		return;
-	for (int i = tl_col(w, s), last = tl_col(w, e - 1); i <= last; i++) {
+	for (int i = tl__col(w, s), last = tl__col(w, e - 1); i <= last; i++) {
 		if (!c->set[i] || v > c->max[i])
 			c->max[i] = v;
 		c->set[i] = true;
@@ -401,7 +401,7 @@ static int read_events(struct build *b, const char *path, char *err, size_t errl
 
 static void lane_state(const struct tl_window *w, struct tl_lane *l, enum tl_state st, int64_t ts)
 {
-	tl_add_state(w, l->acc, l->st, l->since, ts, l->queue, l->nq);
+	tl__add_state(w, l->acc, l->st, l->since, ts, l->queue, l->nq);
 	l->st = st;
 	l->since = ts;
 }
@@ -486,7 +486,7 @@ static int read_states(struct build *b, const char *path, char *err, size_t errl
 		/* never switched in or woken: asleep throughout, as the report counts it */
 		first_seen(l, TS_SLEEPING, b->r->start_ns);
 		lane_state(&tl->w, l, TS_NONE, b->r->end_ns);
-		tl_states(l->acc, l->states);
+		tl__states(l->acc, l->states);
 		free(l->acc);
 		l->acc = NULL;
 	}
@@ -530,8 +530,8 @@ int timeline__build(struct timeline *tl, const char *path, const struct report *
 	for (size_t i = 0; i < tl->nlanes; i++) {
 		struct tl_lane *l = &tl->lanes[i];
 
-		l->depth = tl_nest(&tl->w, l->sp, l->nsp, l->rows);
-		l->nq = tl_queue_union(l->sp, l->nsp, is_queue, &l->queue);
+		l->depth = tl__nest(&tl->w, l->sp, l->nsp, l->rows);
+		l->nq = tl__queue_union(l->sp, l->nsp, is_queue, &l->queue);
 		free(l->sp);
 		l->sp = NULL;
 	}
