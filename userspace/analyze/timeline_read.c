@@ -88,6 +88,16 @@ static int by_stage(const void *a, const void *b)
 	return x->t->tid - y->t->tid;
 }
 
+struct stage_ix {
+	const char *name;
+	int i;
+};
+
+static int by_stage_name(const void *a, const void *b)
+{
+	return strcmp(((const struct stage_ix *)a)->name, ((const struct stage_ix *)b)->name);
+}
+
 /* The busiest stage with spans: its share of running (or, without states, in-span) time. */
 static int busiest_stage(const struct report *r)
 {
@@ -112,23 +122,31 @@ static int make_lanes(struct build *b)
 	struct timeline *tl = b->tl;
 	char(*names)[STAGE_NAME_LEN] = xcalloc(r->nthreads + 1, sizeof(*names));
 	struct pick *p = xcalloc(r->nthreads + 1, sizeof(*p));
+	struct stage_ix *by_name = xcalloc(r->nstages + 1, sizeof(*by_name));
 	size_t n = r->nthreads;
 	int busiest = busiest_stage(r);
 
 	if (stages__names(r->threads, n, names)) {
 		free(names);
 		free(p);
+		free(by_name);
 		return -ENOMEM;
 	}
 	if (busiest >= 0)
 		snprintf(tl->busiest, sizeof(tl->busiest), "%s", r->stages[busiest].name);
+	/* each thread's stage by name: the stages sorted by name, looked up (50,000 threads
+	 * each a stage of its own took 19 s compared with every stage) */
+	for (size_t k = 0; k < r->nstages; k++)
+		by_name[k] = (struct stage_ix){ r->stages[k].name, (int)k };
+	qsort(by_name, r->nstages, sizeof(*by_name), by_stage_name);
 	for (size_t i = 0; i < n; i++) {
+		struct stage_ix key = { names[i], 0 }, *f;
+
+		f = bsearch(&key, by_name, r->nstages, sizeof(*by_name), by_stage_name);
 		p[i].t = &r->threads[i];
-		p[i].stage = (int)r->nstages;
-		for (size_t k = 0; k < r->nstages; k++)
-			if (!strcmp(names[i], r->stages[k].name))
-				p[i].stage = (int)k;
+		p[i].stage = f ? f->i : (int)r->nstages;
 	}
+	free(by_name);
 	if (n > TL_MAX_LANES) { /* the busiest threads are drawn */
 		qsort(p, n, sizeof(*p), by_activity);
 		tl->other_threads = n - TL_MAX_LANES;
