@@ -497,7 +497,7 @@ class _Fetches(html.parser.HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         if tag in ("script", "link", "img", "iframe", "object", "embed", "video", "audio",
-                   "source", "image", "use"):
+                   "source", "image", "use") and not (tag == "script" and "src" not in dict(attrs)):
             self.found.append(f"<{tag}>")
         for k, v in attrs:
             if k in ("src", "href", "srcset", "xlink:href", "poster", "data") or \
@@ -514,7 +514,7 @@ class _Fetches(html.parser.HTMLParser):
 
 
 def assert_self_contained(page):
-    """Nothing to fetch: no script, link, image, frame, CSS url() or import."""
+    """Nothing to fetch: no script from a file, link, image, frame, CSS url() or import."""
     p = _Fetches()
     p.feed(page)
     p.close()
@@ -535,7 +535,7 @@ def page_facts(browser):
             drawn: [...s.querySelectorAll('rect.bar')].every(r => r.getBBox().height >= 1)}));
         return {title: document.title, verdict: document.getElementById('verdict').textContent,
                 text: document.body.innerText, stages, hists,
-                scripts: document.scripts.length,
+                scripts: [...document.scripts].filter(s => s.src).length,
                 loaded: performance.getEntriesByType('resource').map(e => e.name)};
     })()""")
 
@@ -551,6 +551,7 @@ def test_html_report(tmp):
         b.open("file://" + out)
         assert b.wait_for("document.readyState === 'complete'")
         facts = page_facts(b)
+        timeline = b.eval("window.tracerTimeline")
         b.screenshot(shot, full_page=True)
         artifact(shot, "report-pipeline.png")
     assert facts["loaded"] == [] and facts["scripts"] == 0, facts["loaded"]
@@ -573,6 +574,11 @@ def test_html_report(tmp):
         assert h["count"] == h["bars"] == g["count"] and h["drawn"], (h, g)
     assert {"decode_frame", "Wait on Input Queue", "write_frame"} <= {h["group"] for h in
                                                                      facts["hists"]}
+    # the timeline (tests/integration/test_timeline.py checks it in depth): a lane per thread,
+    # each with its state strip, spans drawn on the pipeline's stages
+    assert sorted(l["tid"] for l in timeline["lanes"]) == sorted(t["tid"] for t in rep["threads"])
+    assert all(l["stateSegments"] > 0 for l in timeline["lanes"]), timeline
+    assert sum(l["spanBoxes"] > 0 for l in timeline["lanes"]) >= 4, timeline
 
 
 def test_html_report_escapes_names(tmp):
