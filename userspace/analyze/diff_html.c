@@ -54,7 +54,7 @@ static void write_rows(FILE *f, const struct diff *d, const struct diff_opts *o)
 
 		fprintf(f, "<tr class=\"%s\" data-significant=\"%d\"><td>",
 			r->significant ? "sig" : "", r->significant);
-		report_html__escape(f, r->key);
+		report_html__esc(f, r->key);
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td>"
 			   "<td>%s</td><td>%s</td><td>%+.2f</td><td>%.2g</td><td>",
 			r->a ? r->a->count : 0, r->b ? r->b->count : 0,
@@ -71,9 +71,9 @@ static void write_rows(FILE *f, const struct diff *d, const struct diff_opts *o)
 static void write_run(FILE *f, const char *label, const struct report *r, const char *path)
 {
 	fprintf(f, "<div id=\"run-%c\"><h2>%s: ", label[0] == 'A' ? 'a' : 'b', label);
-	report_html__escape(f, path);
+	report_html__esc(f, path);
 	fputs("</h2>\n<p class=\"verdict\">", f);
-	report_html__escape(f, r->verdict);
+	report_html__esc(f, r->verdict);
 	fputs("</p>\n", f);
 	report_html__stages(f, r);
 	fputs("</div>\n", f);
@@ -84,15 +84,15 @@ int diff_html__write(FILE *f, const struct diff *d, const struct diff_opts *o)
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<title>tracer diff: ",
 	      f);
-	report_html__escape(f, o->a);
+	report_html__esc(f, o->a);
 	fputs(" vs ", f);
-	report_html__escape(f, o->b);
+	report_html__esc(f, o->b);
 	fprintf(f, "</title>\n<style>%s%s</style>\n</head>\n<body>\n<h1>tracer diff</h1>\n"
 		   "<p class=\"meta\">A: <b>",
 		report_html__css(), extra_css);
-	report_html__escape(f, o->a);
+	report_html__esc(f, o->a);
 	fputs("</b>, B: <b>", f);
-	report_html__escape(f, o->b);
+	report_html__esc(f, o->b);
 	fputs("</b></p>\n", f);
 	write_rows(f, d, o);
 	fputs("<div class=\"runs\">\n", f);

@@ -428,11 +428,6 @@ const char *report_html__css(void)
 	return css;
 }
 
-void report_html__escape(FILE *f, const char *text)
-{
-	put_esc(f, text);
-}
-
 void report_html__stages(FILE *f, const struct report *r)
 {
 	write_stages(f, r);

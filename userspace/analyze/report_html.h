@@ -19,10 +19,9 @@ int report_html__write(FILE *f, const struct report *r, const struct report_opts
 /* Text or attribute content, escaped for HTML. */
 void report_html__esc(FILE *f, const char *text);
 
-/* Parts of the page, for pages built from them (tracer diff): the style sheet, text escaped
- * for HTML, the stage chart and table of one report. */
+/* Parts of the page, for pages built from them (tracer diff): the style sheet, the stage chart
+ * and table of one report. */
 const char *report_html__css(void);
-void report_html__escape(FILE *f, const char *text);
 void report_html__stages(FILE *f, const struct report *r);
 
 #endif
