@@ -10,6 +10,7 @@
 #define SATURATED 0.60	   /* a stage busier than this bounds the pipeline */
 #define QUEUE_EVIDENCE 0.20 /* a queue wait worth naming as evidence */
 #define GIL_BOUND 0.25	    /* a stage waiting this much to take the GIL back: Python serializes */
+#define HELPER_BUSY 0.25    /* a helper pool's thread busy this much works for who wakes it */
 /* Threads wanting a CPU per CPU, in the whole pipeline or in its busiest stage alone: more than
  * this is CPU starvation by the pipeline's own threads. Less, with threads waiting for a CPU,
  * is other processes taking it (or a stage as wide as the machine: the stage is the limit). */
@@ -238,7 +239,9 @@ static void join_helpers(const struct thread_time *t, size_t n, char (*names)[ST
 		struct thread_time key = { .tid = t[i].woken_by };
 		const struct thread_time *k = &key, **w;
 
-		if (!t[i].woken_by || t[i].role)
+		/* a thread that mostly sleeps (a main loop woken by its streaming thread's bus
+		 * messages) does none of the stage's work: it would only water its shares down */
+		if (!t[i].woken_by || t[i].role || thread_busy(&t[i]) < HELPER_BUSY)
 			continue;
 		w = bsearch(&k, by, n, sizeof(*by), by_tid);
 		if (w && (*w)->pid == t[i].pid && (*w)->spans && *w != &t[i])
