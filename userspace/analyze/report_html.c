@@ -382,7 +382,7 @@ static void write_groups(FILE *f, const struct report *r, const struct report_op
 		report_html__esc(f, o->by == BY_NAME ? g->cat : "");
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td>", g->count, dur(g->total_ns, w));
 		fprintf(f, "<td>%s</td>", dur(g->self_ns, w));
-		fprintf(f, "<td>%s</td>", dur(g->count ? g->total_ns / g->count : 0, w));
+		fprintf(f, "<td>%s</td>", dur(g->count ? g->sum_ns / g->count : 0, w));
 		fprintf(f, "<td>%s</td>", dur(g->sketch.count ? g->sketch.min : 0, w));
 		for (size_t q = 0; q < sizeof(qs) / sizeof(qs[0]); q++)
 			fprintf(f, "<td>%s</td>", dur(sketch__quantile(&g->sketch, qs[q]), w));

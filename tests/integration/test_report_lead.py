@@ -1,0 +1,95 @@
+"""Reports that lead with the answer (issue 26, part 3), on traces written here: the tables
+start with the work itself (self time), not the frames that only wrap it; --by stage and
+--by thread count a thread's nested spans once."""
+import json
+import os
+import subprocess
+
+import lib
+
+
+def write_trace(path, names, spans):
+    """names: {tid: thread name}; spans: (tid, name, cat, start_us, dur_us), in file order."""
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n')
+        for tid, name in names.items():
+            f.write('{"ph":"M","name":"thread_name","pid":1,"tid":%d,"args":{"name":"%s"}},\n'
+                    % (tid, name))
+        for tid, name, cat, ts, dur in spans:
+            f.write('{"ph":"X","name":"%s","cat":"%s","ts":%.3f,"dur":%.3f,"pid":1,"tid":%d},\n'
+                    % (name, cat, ts, dur, tid))
+        f.write('{"ph":"M","name":"process_name","pid":1,"tid":1,"args":{"name":"p"}}\n]}\n')
+
+
+def tracer(*args):
+    p = subprocess.run([lib.TRACER] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def wrapped_work(tid, t0=0):
+    """A Python thread as every Python table showed it: _bootstrap > run > 10 calls of work
+    (90 ms each, 100 ms apart), in completion order (children first)."""
+    out = [(tid, "work", "python", t0 + i * 100000 + 5000, 90000) for i in range(10)]
+    out += [(tid, "Thread.run", "python", t0 + 1000, 999000),
+            (tid, "Thread._bootstrap", "python", t0, 1000000)]
+    return out
+
+
+def table_names(text):
+    rows = text[text.index("   COUNT  TOTAL   SELF"):].split("\n\n")[0].splitlines()[1:]
+    return [l.split(None, 11)[11] for l in rows if not l.startswith("(")]
+
+
+@lib.offline
+def test_report_leads_with_self_time(tmp):
+    """The default order is self time: the 900 ms of `work` first, though each wrapper's
+    total (1 s) is larger; --sort total|count|p99 order by those columns, and the JSON says
+    which order it used."""
+    path = os.path.join(tmp, "wrapped.json")
+    write_trace(path, {11: "worker"}, wrapped_work(11))
+    rc, out, err = tracer("report", path)
+    assert rc == 0, err
+    assert table_names(out)[0] == "work", out
+    assert "most self time first" in out, out
+    for sort, first in (("total", "Thread._bootstrap"), ("count", "work"),
+                        ("p99", "Thread._bootstrap"), ("self", "work")):
+        rc, out, err = tracer("report", path, "--sort", sort)
+        assert rc == 0, err
+        assert table_names(out)[0] == first, (sort, out)
+        rc, out, err = tracer("report", path, "--sort", sort, "--json")
+        assert rc == 0, err
+        r = json.loads(out)
+        assert r["sort_by"] == sort and r["groups"][0]["group"] == first, (sort, out)
+        rc, out, err = tracer("report", path, "--sort", sort, "--csv")
+        assert rc == 0 and out.splitlines()[1].startswith('"%s",' % first), (sort, out)
+    rc, out, err = tracer("report", path, "--sort", "mean")
+    assert rc == 2 and out == "" and err.count("\n") == 1, (rc, out, err)
+    assert err.startswith("tracer: ") and "bad --sort 'mean'" in err, err
+
+
+@lib.offline
+def test_report_by_stage_counts_nested_spans_once(tmp):
+    """A thread inside five nested spans for one second spent one second in spans, not five:
+    TOTAL --by stage and --by thread is the time covered (it was the sum: 'reader 35.9s' in a
+    5.3 s trace). Whatever order the file has the nested spans in."""
+    path = os.path.join(tmp, "nested.json")
+    spans = []
+    for tid, parent_first in ((21, False), (22, True), (23, False)):
+        levels = [(tid, "level%d" % k, "app", k * 1000, 1000000 - 2 * k * 1000)
+                  for k in range(5)]
+        spans += levels if parent_first else levels[::-1]
+    spans += wrapped_work(24)  # 1 s covered, 2.9 s of span time
+    write_trace(path, {21: "reader", 22: "decode-0", 23: "decode-1", 24: "worker"}, spans)
+    for by, want in (("stage", {"reader": 1.0, "decode[*]": 2.0, "worker": 1.0}),
+                     ("thread", {"reader (21)": 1.0, "decode-0 (22)": 1.0,
+                                 "decode-1 (23)": 1.0, "worker (24)": 1.0})):
+        rc, out, err = tracer("report", path, "--by", by, "--json")
+        assert rc == 0, err
+        got = {g["group"]: g for g in json.loads(out)["groups"]}
+        assert {k: g["total_ns"] / 1e9 for k, g in got.items()} == want, (by, out)
+        # the mean is still the spans' own: 5 spans of ~0.996 s, 12 of 2.9 s in all
+        assert abs(got["reader" if by == "stage" else "reader (21)"]["mean_ns"] - 996e6) < 1e6
+        rc, out, err = tracer("report", path, "--by", by)
+        assert rc == 0, err
+        assert "nested spans counted once" in out, out
