@@ -93,3 +93,27 @@ def test_report_by_stage_counts_nested_spans_once(tmp):
         rc, out, err = tracer("report", path, "--by", by)
         assert rc == 0, err
         assert "nested spans counted once" in out, out
+
+
+def test_overhead_follow_is_the_trees_share(tmp):
+    """--follow: the overhead's share is of the CPU time of every traced process, as the budget
+    reckons it. A shell that only waits for a child making 400,000 probed calls showed the
+    probes' cost against the shell's few milliseconds ('18.86% of its 420ms' where the real
+    share was 2%); the probes run on the child's CPU time, so that time holds their cost."""
+    out = os.path.join(tmp, "f.json")
+    cmd = "sleep 0.2; %s work 400000; sleep 0.2" % lib.target("spawner")
+    p = subprocess.run([lib.TRACER, "--follow", "-u", "other:spawner:work", "-o", out, "--",
+                        "sh", "-c", cmd], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    trace, _ = lib.load_trace(out)
+    o = trace["metadata"]["overhead"]
+    rc, rep, err = tracer("report", out, "--json")
+    assert rc == 0, err
+    running = sum(t["running_ns"] for t in json.loads(rep)["threads"])
+    # /proc counts in ticks of 10 ms; the scheduler's running time is exact
+    assert o["target_cpu_ns"] >= 0.8 * running - 20e6, (o, running)
+    # the cost is an estimate (calibrated traps, sampled BPF run time): within 25% of the
+    # child's CPU time, of which it is nearly all here; against the shell's it was 100 times
+    assert o["total_ns"] <= 1.25 * o["target_cpu_ns"], o
+    line = [l for l in p.stderr.splitlines() if l.startswith("overhead: ")]
+    assert len(line) == 1 and "processes traced)" in line[0], p.stderr[-2000:]
