@@ -1,8 +1,11 @@
 """Reports that lead with the answer (issue 26, part 3), on traces written here: the tables
 start with the work itself (self time), not the frames that only wrap it; --by stage and
 --by thread count a thread's nested spans once."""
+import csv
+import io
 import json
 import os
+import re
 import subprocess
 
 import lib
@@ -93,6 +96,70 @@ def test_report_by_stage_counts_nested_spans_once(tmp):
         rc, out, err = tracer("report", path, "--by", by)
         assert rc == 0, err
         assert "nested spans counted once" in out, out
+
+
+@lib.offline
+def test_export_one_name_per_thread(tmp):
+    """A thread renamed midway (Python names its threads after their first spans, under the
+    kernel's "python3") has one name in every row, its last: GROUP BY thread finds it once."""
+    path = os.path.join(tmp, "renamed.json")
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n'
+                '{"ph":"M","name":"thread_name","pid":1,"tid":5,"args":{"name":"python3"}},\n'
+                '{"ph":"X","name":"early","cat":"app","ts":1,"dur":2,"pid":1,"tid":5},\n'
+                '{"ph":"M","name":"thread_name","pid":1,"tid":5,'
+                '"args":{"name":"Thread-1 (_handle_request)"}},\n'
+                '{"ph":"X","name":"late","cat":"app","ts":5,"dur":2,"pid":1,"tid":5},\n'
+                '{"ph":"X","name":"other","cat":"app","ts":6,"dur":2,"pid":1,"tid":6}\n]}\n')
+    rc, out, err = tracer("export", path, "--csv")
+    assert rc == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [(r["name"], r["thread"]) for r in rows] == [
+        ("early", "Thread-1 (_handle_request)"), ("late", "Thread-1 (_handle_request)"),
+        ("other", "")], out
+    rc, out, err = tracer("export", path, "--jsonl")
+    assert rc == 0, err
+    assert {json.loads(l)["thread"] for l in out.splitlines()[:2]} == {
+        "Thread-1 (_handle_request)"}, out
+
+
+PY_LONG_NAMES = r"""
+import os, sys, threading, time
+def handle_request():
+    end = time.monotonic() + 1.2
+    while time.monotonic() < end:
+        sum(i * i for i in range(2000))
+t = threading.Thread(target=handle_request)  # named "Thread-1 (handle_request)"
+t.start()
+t.join()
+"""
+
+
+def test_python_names_whole_and_spans_counted(tmp):
+    """A Python thread's name is threading's, whole ("Thread-1 (handle_request)", 25
+    characters, was cut to the kernel's 15: "Thread-1 (handl"), in the trace and in the
+    summary; the summary's headline counts the Python spans as tracer report does (it said
+    "295 spans" where report said "2772")."""
+    out = os.path.join(tmp, "py.json")
+    script = os.path.join(tmp, "long_names.py")
+    with open(script, "w") as f:
+        f.write(PY_LONG_NAMES)
+    p = subprocess.run([lib.TRACER, "-o", out, "--", "/usr/bin/python3", script],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    trace, _ = lib.load_trace(out)
+    names = {e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    assert "Thread-1 (handle_request)" in names, names
+    assert any(l.startswith("Thread-1 (handle_request) ") for l in p.stderr.splitlines()), \
+        p.stderr[-3000:]
+    py = sum(1 for e in lib.spans(trace) if e.get("cat") == "python")
+    rc, rep, err = tracer("report", out, "--json")
+    assert rc == 0, err
+    head = re.search(r"Recorded [^:]+: (\d+) spans? \((\d+) of them Python's\)", p.stderr)
+    assert head, p.stderr[-3000:]
+    assert int(head.group(1)) == json.loads(rep)["spans"] and int(head.group(2)) == py > 0, \
+        (head.group(0), py, json.loads(rep)["spans"])
 
 
 def test_overhead_follow_is_the_trees_share(tmp):

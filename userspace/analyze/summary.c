@@ -245,7 +245,7 @@ static void print_processes(FILE *f, const struct thread **order, size_t n)
 	}
 	fprintf(f, "\n%-16s %7s %8s %9s\n", "PROCESS", "PID", "THREADS", "SPANS");
 	for (size_t i = 0; i < shown; i++) {
-		char name[4 * COMM_LEN + 8];
+		char name[4 * THREAD_NAME_LEN + 8];
 
 		fprintf(f, "%-16s %7d %8zu %9llu\n", printable(rows[i].comm, name, sizeof(name)),
 			rows[i].pid, rows[i].threads, rows[i].spans);
@@ -289,7 +289,7 @@ static void print_threads(FILE *f, const struct threads *ts)
 		"SLEEPING", "BLOCKED", "IN-QUEUE", "SPANS");
 	for (size_t i = 0; i < shown; i++) {
 		const struct thread *t = order[i];
-		char name[4 * COMM_LEN + 8];
+		char name[4 * THREAD_NAME_LEN + 8];
 		uint64_t seen = 0;
 
 		printable(t->name, name, sizeof(name));
@@ -323,7 +323,7 @@ static void print_threads(FILE *f, const struct threads *ts)
 void summary__print_stages(FILE *f, const struct threads *ts, uint64_t now)
 {
 	struct thread_time *tt = xcalloc(ts->cnt + 1, sizeof(*tt));
-	char (*names)[4 * COMM_LEN + 8] = xcalloc(ts->cnt + 1, sizeof(*names));
+	char (*names)[4 * THREAD_NAME_LEN + 8] = xcalloc(ts->cnt + 1, sizeof(*names));
 	struct stage_stats *st;
 	size_t n = 0, nst;
 	char verdict[512];

@@ -10,6 +10,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The kernel's comm (COMM_LEN) or Python's threading name, which is longer: "Thread-1
+ * (_handle_request)" was cut to "Thread-1 (_handl" */
+#define THREAD_NAME_LEN 128
+
 enum thread_state {
 	TS_UNKNOWN,
 	TS_RUNNING,
@@ -21,7 +25,7 @@ enum thread_state {
 
 struct thread {
 	int pid, tid;
-	char name[COMM_LEN];
+	char name[THREAD_NAME_LEN];
 	bool named;  /* its thread_name event is in the trace */
 	bool py_named; /* named by Python's threading: the kernel's comm no longer renames it */
 	bool exited;
