@@ -184,3 +184,28 @@ def test_overhead_follow_is_the_trees_share(tmp):
     assert o["total_ns"] <= 1.25 * o["target_cpu_ns"], o
     line = [l for l in p.stderr.splitlines() if l.startswith("overhead: ")]
     assert len(line) == 1 and "processes traced)" in line[0], p.stderr[-2000:]
+
+
+def test_ffmpeg_encoders_are_encode(tmp):
+    """ffmpeg encoding with the default packs: avcodec_send_frame and avcodec_receive_packet
+    are encode spans (they were decode: an encoder-bound pipeline read as decode-bound), the
+    decoder's calls still decode."""
+    src = os.path.join(tmp, "in.mp4")
+    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc=duration=1:size=160x120:rate=30", "-c:v", "mpeg4", src],
+                   check=True, timeout=120)
+    out = os.path.join(tmp, "enc.json")
+    p = subprocess.run([lib.TRACER, "-o", out, "--", "ffmpeg", "-nostdin", "-loglevel", "error",
+                        "-i", src, "-c:v", "mpeg4", "-f", "null", "-"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    trace, _ = lib.load_trace(out)
+    cats = {}
+    for e in lib.spans(trace):
+        cats.setdefault(e["name"], set()).add(e["cat"])
+    assert cats.get("avcodec_send_frame") == {"encode"}, cats
+    assert cats.get("avcodec_receive_packet") == {"encode"}, cats
+    assert cats.get("avcodec_send_packet") == {"decode"}, cats
+    rc, out_, err = tracer("report", out, "--by", "category", "--json")
+    assert rc == 0, err
+    assert "encode" in {g["group"] for g in json.loads(out_)["groups"]}, out_
