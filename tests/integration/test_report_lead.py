@@ -209,3 +209,36 @@ def test_ffmpeg_encoders_are_encode(tmp):
     rc, out_, err = tracer("report", out, "--by", "category", "--json")
     assert rc == 0, err
     assert "encode" in {g["group"] for g in json.loads(out_)["groups"]}, out_
+
+
+PY_CV_WRITE = r"""
+import os, sys
+import cv2
+import numpy as np
+d = sys.argv[1]
+img = np.random.default_rng(1).integers(0, 255, (240, 320, 3), dtype=np.uint8)
+w = cv2.VideoWriter(os.path.join(d, "out.avi"), cv2.VideoWriter_fourcc(*"MJPG"), 25, (320, 240))
+for i in range(20):
+    cv2.imwrite(os.path.join(d, "f%d.png" % i), img)
+    w.write(img)
+w.release()
+"""
+
+
+def test_opencv_writes_are_encode_spans(tmp):
+    """cv2.imwrite and cv2.VideoWriter.write (cv::imwrite, cv::VideoWriter::write in Debian's
+    libopencv 4.6) are in the opencv pack, as encode spans: 20 calls, 20 spans of each."""
+    script = os.path.join(tmp, "cv_write.py")
+    with open(script, "w") as f:
+        f.write(PY_CV_WRITE)
+    out = os.path.join(tmp, "cv.json")
+    p = subprocess.run([lib.TRACER, "-o", out, "--", "/usr/bin/python3", script, tmp],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    trace, _ = lib.load_trace(out)
+    got = {}
+    for e in lib.spans(trace):
+        if e["cat"] != "python":
+            got.setdefault(e["name"], []).append(e["cat"])
+    for name in ("cv::imwrite", "cv::VideoWriter::write"):
+        assert got.get(name) == ["encode"] * 20, (name, {k: len(v) for k, v in got.items()})
