@@ -242,3 +242,23 @@ def test_opencv_writes_are_encode_spans(tmp):
             got.setdefault(e["name"], []).append(e["cat"])
     for name in ("cv::imwrite", "cv::VideoWriter::write"):
         assert got.get(name) == ["encode"] * 20, (name, {k: len(v) for k, v in got.items()})
+
+
+def test_budget_names_cxx_functions_demangled(tmp):
+    """The budget sheds C++ methods called in a tight loop (each call ~1 us of probe for a few
+    ns of work): the warning, the summary's budget line and the metadata name them as written
+    (onnx::Conv::Compute), not as the ELF symbol (_ZN4onnx4Conv7ComputeERNS_7ContextE)."""
+    out = os.path.join(tmp, "cxx.json")
+    p = subprocess.run([lib.TRACER, "-o", out, "-u", "other:cxx_ops:onnx::*Compute*", "--",
+                        lib.target("cxx_ops"), "--iterations", "400000", "--us", "0"],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    warn = [l for l in p.stderr.splitlines() if "stopped probing" in l]
+    budget = [l for l in p.stderr.splitlines() if l.startswith("budget: ")]
+    assert len(warn) >= 1 and len(budget) == 1, p.stderr[-3000:]
+    for line in warn + budget:
+        assert "_ZN" not in line and "onnx::" in line, line
+    assert "onnx::Conv::Compute" in budget[0], budget
+    trace, _ = lib.load_trace(out)
+    shed = trace["metadata"]["shed"]["functions"]
+    assert "onnx::Conv::Compute" in shed and not any(f.startswith("_Z") for f in shed), shed
