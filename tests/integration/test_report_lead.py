@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 
 import lib
@@ -262,3 +263,59 @@ def test_budget_names_cxx_functions_demangled(tmp):
     trace, _ = lib.load_trace(out)
     shed = trace["metadata"]["shed"]["functions"]
     assert "onnx::Conv::Compute" in shed and not any(f.startswith("_Z") for f in shed), shed
+
+
+def test_top_self_share_of_one_thread_at_most_100(tmp):
+    """One decoder thread whose decode_frame calls last 2.5 s: top's SELF% (of one CPU, over
+    the last frame) never passes 100% for it. A call's self time was charged whole to the frame
+    it ended in: 250% there."""
+    pl, pid = lib.start_pipeline("--forever", "--decoders", "1", "--decode-us", "2500000")
+    lib.sigusr1(pid)
+    p = subprocess.run([lib.TRACER, "top", "-p", str(pid), "-u", "decode:pipeline:decode_frame",
+                        "-d", "8"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    shares = []
+    for frame in p.stdout.split("tracer top: ")[1:]:
+        for line in frame.splitlines():
+            f = line.split()
+            if len(f) == 7 and f[6] == "decode_frame" and f[1].endswith("%"):
+                shares.append(float(f[1][:-1]))
+    assert len(shares) >= 4, p.stdout
+    assert max(shares) <= 100.5, shares
+    # the calls that ended show their part inside the frame (a call still running is not known
+    # yet); some 3 end in 8 s
+    assert sum(s > 0 for s in shares) >= 2, shares
+    pl.send_signal(signal.SIGINT)
+    assert pl.wait(timeout=30) == 0
+
+
+PY_MANY_NAMES = r"""
+import time
+src = "".join(
+    "def f%d():\n    end = time.monotonic_ns() + 4_000_000\n    while time.monotonic_ns() < end:\n"
+    "        pass\n" % i for i in range(700))
+exec(src)
+for i in range(700):
+    globals()["f%d" % i]()
+"""
+
+
+def test_summary_other_names_explained(tmp):
+    """Past 512 distinct span names the summary counts the rest in one row, "(other names)"
+    ("(other names) 229s", and nobody knew what it held): a line under the table says how many
+    names it holds and why."""
+    script = os.path.join(tmp, "many.py")
+    with open(script, "w") as f:
+        f.write(PY_MANY_NAMES)
+    out = os.path.join(tmp, "many.json")
+    p = subprocess.run([lib.TRACER, "-o", out, "--", "/usr/bin/python3", script],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    trace, _ = lib.load_trace(out)
+    names = {e["name"] for e in lib.spans(trace)}
+    assert len(names) > 600, len(names)
+    assert any(l.endswith("  (other names)") for l in p.stderr.splitlines()), p.stderr[-3000:]
+    note = re.search(r"^\(other names\): the spans of (\d+) more names, counted together past "
+                     r"the first 512 distinct names", p.stderr, re.M)
+    assert note and int(note.group(1)) == len(names) - 512, (note, len(names))

@@ -95,7 +95,7 @@ static void print_folded(FILE *f, const struct summary *s)
 		   "distinct names (memory stays bounded); tracer report FILE shows each\n",
 		SUMMARY_OTHER, s->nfolded > SUMMARY_MAX_FOLDED ? "over " : "",
 		s->nfolded > SUMMARY_MAX_FOLDED ? (size_t)SUMMARY_MAX_FOLDED : s->nfolded,
-		SUMMARY_MAX_NAMES - 1);
+		SUMMARY_MAX_NAMES);
 }
 
 static void print_spans(FILE *f, const struct summary *s)
