@@ -84,7 +84,8 @@ int report__run(struct report *r, const struct report_opts *o, char *err, size_t
 int report_by__parse(const char *s, enum report_by *by);
 /* "self", "total", "count", "p99": 0 or -EINVAL. */
 int report_sort__parse(const char *s, enum report_sort *sort);
-const char *report_sort__name(enum report_sort sort);
+/* The order in words: "most self time", "largest total", ... ("... first"). */
+const char *report_sort__order(enum report_sort sort);
 void report__print(FILE *f, const struct report *r, const struct report_opts *o);
 void report__free(struct report *r);
 

@@ -41,9 +41,12 @@ int report_sort__parse(const char *s, enum report_sort *sort)
 	return -EINVAL;
 }
 
-const char *report_sort__name(enum report_sort sort)
+const char *report_sort__order(enum report_sort sort)
 {
-	return sort_names[sort];
+	static const char *const order[] = { "most self time", "largest total", "most spans",
+					     "slowest p99" };
+
+	return order[sort];
 }
 
 static long rows(const struct report *r, const struct report_opts *o)
@@ -97,12 +100,7 @@ static void print_table(FILE *f, const struct report *r, const struct report_opt
 		fprintf(f, ", %d CPU%s", r->cpus, plural_s(r->cpus));
 	fprintf(f, "\nSpans by %s, %s first; percentiles from a quantile sketch, within "
 		   "%g%% (relative)",
-		by_names[o->by],
-		o->sort == SORT_SELF	? "most self time" :
-		o->sort == SORT_TOTAL	? "largest total" :
-		o->sort == SORT_COUNT	? "most spans" :
-					  "slowest p99",
-		100 * SKETCH_REL_ERR);
+		by_names[o->by], report_sort__order(o->sort), 100 * SKETCH_REL_ERR);
 	if (o->min_dur_ns)
 		fprintf(f, "; spans under %s left out", fmt_duration(o->min_dur_ns, w, sizeof(w)));
 	if (o->by == BY_THREAD || o->by == BY_STAGE)
