@@ -6,7 +6,6 @@ import io
 import json
 import os
 import re
-import signal
 import subprocess
 
 import lib
@@ -266,10 +265,10 @@ def test_budget_names_cxx_functions_demangled(tmp):
 
 
 def test_top_self_share_of_one_thread_at_most_100(tmp):
-    """One decoder thread whose decode_frame calls last 2.5 s: top's SELF% (of one CPU, over
+    """One decoder thread whose decode_frame calls last 1.5 s: top's SELF% (of one CPU, over
     the last frame) never passes 100% for it. A call's self time was charged whole to the frame
-    it ended in: 250% there."""
-    pl, pid = lib.start_pipeline("--forever", "--decoders", "1", "--decode-us", "2500000")
+    it ended in: 150% and more there (250% with calls of 2.5 s)."""
+    pl, pid = lib.start_pipeline("--forever", "--decoders", "1", "--decode-us", "1500000")
     lib.sigusr1(pid)
     p = subprocess.run([lib.TRACER, "top", "-p", str(pid), "-u", "decode:pipeline:decode_frame",
                         "-d", "8"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -284,10 +283,10 @@ def test_top_self_share_of_one_thread_at_most_100(tmp):
     assert len(shares) >= 4, p.stdout
     assert max(shares) <= 100.5, shares
     # the calls that ended show their part inside the frame (a call still running is not known
-    # yet); some 3 end in 8 s
-    assert sum(s > 0 for s in shares) >= 2, shares
-    pl.send_signal(signal.SIGINT)
-    assert pl.wait(timeout=30) == 0
+    # yet): some 5 end in 8 s, fewer on a busy machine
+    assert any(s > 0 for s in shares), shares
+    pl.kill()  # not SIGINT: it would decode what its queues hold, 1.5 s a frame
+    pl.wait(timeout=30)
 
 
 PY_MANY_NAMES = r"""
@@ -319,3 +318,47 @@ def test_summary_other_names_explained(tmp):
     note = re.search(r"^\(other names\): the spans of (\d+) more names, counted together past "
                      r"the first 512 distinct names", p.stderr, re.M)
     assert note and int(note.group(1)) == len(names) - 512, (note, len(names))
+
+
+def top_rows(text):
+    """(COUNT, P99 in seconds, name) of the span table's rows, per frame."""
+    units = {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+    out = []
+    for frame in text.split("tracer top: ")[1:]:
+        rows, inside = [], False
+        for line in frame.splitlines():
+            f = line.split()
+            if f[:2] == ["RATE/s", "SELF%"]:
+                inside = True
+            elif inside and len(f) == 7:
+                m = re.fullmatch(r"([\d.]+)(s|ms|us|ns)", f[5])
+                rows.append((int(f[2]), float(m.group(1)) * units[m.group(2)], f[6]))
+        out.append(rows)
+    return out
+
+
+def test_top_sort(tmp):
+    """top --sort count|p99 orders its table by those columns (since the start); --sort is
+    top's and report's, not a recording's."""
+    pl, pid = lib.start_pipeline("--forever")
+    lib.sigusr1(pid)
+    specs = ["-u", "decode:pipeline:decode_frame", "-u", "operator:pipeline:run_operator",
+             "-u", "io:pipeline:write_frame"]
+    for sort, col in (("count", 0), ("p99", 1)):
+        p = subprocess.run([lib.TRACER, "top", "-p", str(pid), *specs, "--sort", sort,
+                            "-d", "2.5"], stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        frames = [f for f in top_rows(p.stdout) if len(f) == 3]
+        assert frames, p.stdout
+        for rows in frames:
+            keys = [r[col] for r in rows]
+            assert keys == sorted(keys, reverse=True), (sort, rows)
+        if sort == "count":
+            assert frames[-1][0][2] == "run_operator", frames[-1]  # 3 calls a frame
+    for args, what in ((["top", "-p", str(pid), "--sort", "mean"], "bad --sort 'mean'"),
+                       (["-p", str(pid), "--sort", "count"], "--sort orders tracer top's")):
+        p = subprocess.run([lib.TRACER, *args], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and what in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    pl.kill()
+    pl.wait(timeout=30)

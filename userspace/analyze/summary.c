@@ -142,8 +142,28 @@ static int by_recent_self(const void *a, const void *b)
 	return x->self_ns < y->self_ns ? 1 : x->self_ns > y->self_ns ? -1 : 0;
 }
 
+/* top --sort total|count|p99, since the start (the waits last too); qsort has no context */
+static int sort_key;
+
+static int by_key(const void *a, const void *b)
+{
+	const struct span_stats *x = *(const struct span_stats *const *)a;
+	const struct span_stats *y = *(const struct span_stats *const *)b;
+	uint64_t kx, ky;
+
+	if ((x->cat == CAT_QUEUE) != (y->cat == CAT_QUEUE))
+		return x->cat == CAT_QUEUE ? 1 : -1;
+	kx = sort_key == SORT_TOTAL ? x->total_ns :
+	     sort_key == SORT_COUNT ? x->count : sketch__quantile(&x->sketch, 0.99);
+	ky = sort_key == SORT_TOTAL ? y->total_ns :
+	     sort_key == SORT_COUNT ? y->count : sketch__quantile(&y->sketch, 0.99);
+	if (kx != ky)
+		return kx < ky ? 1 : -1;
+	return by_recent_self(a, b);
+}
+
 void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, uint64_t now,
-			   size_t rows)
+			   int sort, size_t rows)
 {
 	const struct span_stats **order = xcalloc(s->nnames + 1, sizeof(*order));
 	char b[3][32], safe[4 * SPAN_NAME_LEN + 256];
@@ -152,7 +172,8 @@ void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, uin
 	for (size_t i = 0; i < s->nnames; i++)
 		if (s->names[i]->count)
 			order[n++] = s->names[i];
-	qsort(order, n, sizeof(*order), by_recent_self);
+	sort_key = sort;
+	qsort(order, n, sizeof(*order), sort == SORT_SELF ? by_recent_self : by_key);
 	/* RATE and SELF% over the last interval (SELF% of one CPU); the rest since the start.
 	 * Narrow enough to leave an 80-column window room for the names. */
 	fprintf(f, "%8s %6s %8s %8s %8s %8s  %s\n", "RATE/s", "SELF%", "COUNT", "SELF", "P50",

@@ -59,10 +59,11 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
  * finished). */
 void summary__print_stages(FILE *f, const struct threads *threads, uint64_t now);
 /* The live view's span table, at most rows: the work, then the waits, each with the most self
- * time over the interval since the last call first, with its rate; totals and percentiles since
- * the start. now: the interval's end (monotonic ns), the next one's start. */
+ * time over the interval since the last call first (sort: an enum report_sort; SORT_SELF, or the
+ * largest total, count, p99 since the start), with its rate; totals and percentiles since the
+ * start. now: the interval's end (monotonic ns), the next one's start. */
 void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, uint64_t now,
-			   size_t rows);
+			   int sort, size_t rows);
 void summary__free(struct summary *s);
 
 #endif

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* tracer record: options and usage of a recording; the recording itself is record/record.c. */
+#include "analyze/report.h"
 #include "cmd/commands.h"
 #include "record/budget.h"
 #include "record/record.h"
@@ -89,6 +90,8 @@ static const char top_usage_text[] =
 	"totals and percentiles since the start). q or Ctrl-C quits. It fits any terminal size and\n"
 	"writes no file unless -o is given; piped, it prints a frame every second.\n"
 	"\n"
+	"      --sort COL           order the spans by self time in the last second (self, the\n"
+	"                           default), or by total, count or p99 since the start\n"
 	"\n"
 	"Examples:\n"
 	"  sudo tracer top -p $(pidof ffmpeg)\n"
@@ -132,6 +135,7 @@ enum record_option {
 	OPT_NO_PYTHON,
 	OPT_NO_PACK,
 	OPT_PY_RATE,
+	OPT_SORT,
 };
 
 /* One option of tracer's own (record) command line: 0, or 2 after a usage error. */
@@ -240,6 +244,18 @@ static int record_option(int c, struct record_opts *o, char **argv)
 		return 0;
 	case OPT_NO_PACK:
 		return add_no_packs(o, optarg);
+	case OPT_SORT: {
+		enum report_sort sort;
+
+		if (!o->top)
+			return usage_error(NULL, "%s", "--sort orders tracer top's table (tracer report "
+						 "has its own)");
+		if (report_sort__parse(optarg, &sort))
+			return usage_error(NULL, "bad --sort '%s': want self, total, count or p99",
+					   optarg);
+		o->top_sort = sort;
+		return 0;
+	}
 	case OPT_PY_RATE:
 		if (parse_long(optarg, 1, 10000, &hz))
 			return usage_error(NULL, "bad --py-rate '%s': want 1 to 10000 (Hz)", optarg);
@@ -313,6 +329,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "no-pack", required_argument, NULL, OPT_NO_PACK },
 		{ "py-rate", required_argument, NULL, OPT_PY_RATE },
+		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "all-processes", no_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },

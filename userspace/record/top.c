@@ -119,7 +119,7 @@ void top__draw(struct top *t, struct recording *r, uint64_t now)
 	fputc('\n', f);
 	summary__print_stages(f, &r->consumer.threads, now);
 	fputc('\n', f);
-	summary__print_recent(f, &r->consumer.summary, interval, now,
+	summary__print_recent(f, &r->consumer.summary, interval, now, r->opts->top_sort,
 			      rows ? (rows > 20 ? (size_t)rows - 20 : 3) : 20);
 	fclose(f);
 	if (t->tty)
