@@ -217,6 +217,8 @@ import cv2
 import numpy as np
 d = sys.argv[1]
 img = np.random.default_rng(1).integers(0, 255, (240, 320, 3), dtype=np.uint8)
+print("ready", os.getpid(), flush=True)
+sys.stdin.readline()  # cv2 is loaded: tracer attaches its pack before it records
 w = cv2.VideoWriter(os.path.join(d, "out.avi"), cv2.VideoWriter_fourcc(*"MJPG"), 25, (320, 240))
 for i in range(20):
     cv2.imwrite(os.path.join(d, "f%d.png" % i), img)
@@ -231,10 +233,18 @@ def test_opencv_writes_are_encode_spans(tmp):
     script = os.path.join(tmp, "cv_write.py")
     with open(script, "w") as f:
         f.write(PY_CV_WRITE)
+    py = subprocess.Popen(["/usr/bin/python3", script, tmp], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    lib._procs.append(py)
+    line = py.stdout.readline().split()
+    assert line and line[0] == "ready", line
     out = os.path.join(tmp, "cv.json")
-    p = subprocess.run([lib.TRACER, "-o", out, "--", "/usr/bin/python3", script, tmp],
-                       capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stderr[-3000:]
+    tr = lib.start_tracer("-p", py.pid, "-o", out)
+    py.stdin.write("go\n")
+    py.stdin.flush()
+    assert py.wait(timeout=120) == 0
+    rc, err = lib.finish_tracer(tr, timeout=60)
+    assert rc == 0, err[-3000:]
     trace, _ = lib.load_trace(out)
     got = {}
     for e in lib.spans(trace):
