@@ -23,9 +23,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import cdp  # noqa: E402
 
 COLS, DEPTH, LABEL = 1000, 6, 210
-CATS = ["decode", "operator", "queue", "io", "other", "gil", "python"]
+CATS = ["decode", "operator", "queue", "io", "other", "gil", "python", "encode"]
 CAT_COLOR = {"decode": "#7e57c2", "operator": "#00897b", "queue": "#64b5f6", "io": "#8d6e63",
-             "other": "#90a4ae", "gil": "#ef6c00", "python": "#3949ab"}
+             "other": "#90a4ae", "gil": "#ef6c00", "python": "#3949ab", "encode": "#d81b60"}
 STATE_COLOR = [None, "#2e7d32", "#f9a825", "#cfd8dc", "#c62828", "#1565c0"]
 RUNNING, RUNNABLE, SLEEPING, BLOCKED, QUEUE = 1, 2, 3, 4, 5
 CH = ".123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -360,10 +360,10 @@ static void write_groups(FILE *f, const struct report *r, const struct report_op
 	size_t n = top && (size_t)top < r->ngroups ? (size_t)top : r->ngroups;
 	char w[32];
 
-	fprintf(f, "<h2>Latency by %s</h2>\n<p class=\"note\">Durations on a log scale, largest "
-		   "total first; counts and percentiles from a quantile sketch, within %g%% "
+	fprintf(f, "<h2>Latency by %s</h2>\n<p class=\"note\">Durations on a log scale, %s "
+		   "first; counts and percentiles from a quantile sketch, within %g%% "
 		   "(relative).",
-		by_title[o->by], 100 * SKETCH_REL_ERR);
+		by_title[o->by], report_sort__order(o->sort), 100 * SKETCH_REL_ERR);
 	if (o->min_dur_ns)
 		fprintf(f, " Spans under %s left out.", dur(o->min_dur_ns, w));
 	fputs("</p>\n", f);
@@ -382,7 +382,7 @@ static void write_groups(FILE *f, const struct report *r, const struct report_op
 		report_html__esc(f, o->by == BY_NAME ? g->cat : "");
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td>", g->count, dur(g->total_ns, w));
 		fprintf(f, "<td>%s</td>", dur(g->self_ns, w));
-		fprintf(f, "<td>%s</td>", dur(g->count ? g->total_ns / g->count : 0, w));
+		fprintf(f, "<td>%s</td>", dur(g->count ? g->sum_ns / g->count : 0, w));
 		fprintf(f, "<td>%s</td>", dur(g->sketch.count ? g->sketch.min : 0, w));
 		for (size_t q = 0; q < sizeof(qs) / sizeof(qs[0]); q++)
 			fprintf(f, "<td>%s</td>", dur(sketch__quantile(&g->sketch, qs[q]), w));

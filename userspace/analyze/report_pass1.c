@@ -53,6 +53,7 @@ static void group_add(struct report_group *g, uint64_t dur, uint64_t self)
 {
 	g->count++;
 	g->total_ns += dur;
+	g->sum_ns += dur;
 	g->self_ns += self;
 	sketch__add(&g->sketch, dur);
 }

@@ -108,7 +108,7 @@ static const char script[] =
 	"const N=D.lanes.length,ROW=N>100?5:N>30?7:10,ST=ROW-1,GAP=N>100?3:5;\n"
 	"const CH='.123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ',L=210,C=D.cols,SH=16,CT=30,AX=18;\n"
 	"const CAT={decode:'#7e57c2',operator:'#00897b',queue:'#64b5f6',io:'#8d6e63',"
-	"other:'#90a4ae',gil:'#ef6c00',python:'#3949ab'};\n"
+	"other:'#90a4ae',gil:'#ef6c00',python:'#3949ab',encode:'#d81b60'};\n"
 	"const STC=[null,'#2e7d32','#f9a825','#cfd8dc','#c62828','#1565c0'],"
 	"STN=['','running','runnable','sleeping','blocked','in a queue span'];\n"
 	"const ALPHA=[0.35,0.55,0.8,1];\n"
@@ -178,8 +178,8 @@ static const char script[] =
 
 void timeline_html__write(FILE *f, const struct timeline *tl, int64_t rec_start, int64_t rec_end)
 {
-	static const char *const cat_colors[] = { "#7e57c2", "#00897b", "#64b5f6", "#8d6e63",
-						  "#90a4ae", "#ef6c00", "#3949ab" };
+	static const char *const cat_colors[CAT_MAX] = { "#7e57c2", "#00897b", "#64b5f6", "#8d6e63",
+							 "#90a4ae", "#ef6c00", "#3949ab", "#d81b60" };
 	static const char *const st_colors[] = { "#2e7d32", "#f9a825", "#cfd8dc", "#c62828",
 						 "#1565c0" };
 	static const char *const st_names[] = { "running", "runnable", "sleeping", "blocked",

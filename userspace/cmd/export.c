@@ -12,7 +12,8 @@
 static const char export_usage[] =
 	"Usage: tracer export TRACE.json[.gz] --jsonl|--csv|--speedscope [-o FILE]\n"
 	"\n"
-	"One row per span, by start time: name, category, pid, tid, thread (its name), start_ns\n"
+	"One row per span, by start time: name, category, pid, tid, thread (its last name in the\n"
+	"file: one name per thread, whatever renamed it), start_ns\n"
 	"(from the trace's zero), dur_ns, args (JSON) — for BigQuery, DuckDB, Spark, pandas. Output\n"
 	"goes to FILE (.gz compresses) or stdout. Or a profile for speedscope.\n"
 	"\n"

@@ -17,10 +17,12 @@
 
 static const char report_usage[] =
 	"Usage: tracer report TRACE.json[.gz] [--top N] [--by name|category|thread|stage]\n"
-	"                     [--min-dur DUR] [--csv|--json] [--html FILE [--window START,DUR]]\n"
+	"                     [--sort self|total|count|p99] [--min-dur DUR] [--csv|--json]\n"
+	"                     [--html FILE [--window START,DUR]]\n"
 	"\n"
 	"Where the time went in a recording: per span name (or category, thread, stage) the\n"
-	"count, total, mean, min, max and p50/p90/p95/p99/p99.9 durations, largest total first;\n"
+	"count, total, self, mean, min, max and p50/p90/p95/p99/p99.9 durations, most self time\n"
+	"first (the work itself, not the frames that only wrap it);\n"
 	"the pipeline's stages (threads grouped by name, trailing indices folded: decode-0,\n"
 	"decode-1 -> decode[*]) with their shares of running, runnable, waiting in queue spans,\n"
 	"blocked and idle time; and a verdict line starting 'bottleneck:'. Percentiles come from\n"
@@ -28,6 +30,8 @@ static const char report_usage[] =
 	"\n"
 	"  --top N          rows to show (default 20 in the table, all with --csv/--json; 0: all)\n"
 	"  --by KEY         group spans by name (default), category, thread or stage\n"
+	"  --sort COL       order the groups by self (default), total, count or p99, largest\n"
+	"                   first\n"
 	"  --min-dur DUR    leave out spans shorter than DUR (microseconds, or 50us, 2ms)\n"
 	"  --csv            the span table as CSV\n"
 	"  --json           everything as one JSON object (groups, stages, threads, verdict)\n"
@@ -111,10 +115,12 @@ static int report__write_html(const char *path, const struct report *r,
 
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_TOP = 256, OPT_BY, OPT_MIN_DUR, OPT_CSV, OPT_JSON, OPT_HTML, OPT_WINDOW };
+	enum { OPT_TOP = 256, OPT_BY, OPT_MIN_DUR, OPT_CSV, OPT_JSON, OPT_HTML, OPT_WINDOW,
+	       OPT_SORT };
 	static const struct option longopts[] = {
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "by", required_argument, NULL, OPT_BY },
+		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "min-dur", required_argument, NULL, OPT_MIN_DUR },
 		{ "csv", no_argument, NULL, OPT_CSV },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -145,6 +151,12 @@ int cmd_report(int argc, char **argv)
 			if (report_by__parse(optarg, &o.by))
 				return usage_error("report", "bad --by '%s': want name, category, "
 							  "thread or stage",
+							  optarg);
+			break;
+		case OPT_SORT:
+			if (report_sort__parse(optarg, &o.sort))
+				return usage_error("report", "bad --sort '%s': want self, total, "
+							  "count or p99",
 							  optarg);
 			break;
 		case OPT_MIN_DUR:
