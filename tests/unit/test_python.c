@@ -293,7 +293,7 @@ static void test_offsets(void)
 	/* the values the shared notes measured by hand, now coming from the headers */
 	CHECK(v->off.runtime_interp_head == 40 && v->off.tstate_native_thread_id == 160);
 	CHECK(v->off.frame_code == 32 && v->off.frame_previous == 48);
-	CHECK(py_version__bpf_cfg(v, 0x1000, &cfg) == 0 && cfg.runtime == 0x1000);
+	CHECK(py_version__bpf_cfg(&v->off, 0x1000, &cfg) == 0 && cfg.runtime == 0x1000);
 	CHECK(py_version__find(2, 7) == NULL);
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "python/py_proc.h"
+#include "python/py_debug_offsets.h"
 #include "elf/elf_datasym.h"
 
 #include <errno.h>
@@ -91,7 +92,32 @@ int py_proc__detect(int pid, struct py_proc *p)
 			ret = -ENOENT; /* unreadable or not ELF: keep looking */
 	}
 	fclose(f);
-	if (!ret)
-		p->ver = py_version__find(p->major, p->minor);
-	return ret;
+	if (ret)
+		return ret;
+	p->ver = py_version__find(p->major, p->minor);
+	if (!p->ver)
+		return 0;
+	p->off = p->ver->off;
+	p->from = PY_OFF_TABLE;
+	if (p->ver->off.dbg_size &&
+	    !py_debug_offsets__read(pid, p->runtime, p->major, p->minor, &p->ver->off, &p->off,
+				    &p->dbg_changed, p->dbg_why, sizeof(p->dbg_why)))
+		p->from = PY_OFF_DEBUG;
+	return 0;
+}
+
+const char *py_proc__offsets_from(const struct py_proc *p, char *buf, size_t len)
+{
+	if (p->from == PY_OFF_DEBUG)
+		snprintf(buf, len, "its own _Py_DebugOffsets (%d field%s differ from the build's "
+				   "%d.%d table)",
+			 p->dbg_changed, p->dbg_changed == 1 ? "" : "s", p->major, p->minor);
+	else if (p->from == PY_OFF_TABLE && p->dbg_why[0])
+		snprintf(buf, len, "the build's %d.%d table (debug offsets not used: %s)", p->major,
+			 p->minor, p->dbg_why);
+	else if (p->from == PY_OFF_TABLE)
+		snprintf(buf, len, "the build's %d.%d table", p->major, p->minor);
+	else
+		snprintf(buf, len, "nothing (no table for %d.%d)", p->major, p->minor);
+	return buf;
 }

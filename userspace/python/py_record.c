@@ -153,6 +153,7 @@ void py_record__print(const struct py_record *p, FILE *f, const uint64_t *c, uin
 	if (cpu_ns)
 		fprintf(f, " (%.2f%% of the targets' CPU time)", 100.0 * c[CNT_PY_NS] / cpu_ns);
 	fprintf(f, "\n");
+	py_session__describe(p->session, f);
 	if (partial || c[CNT_LOST_PY])
 		fprintf(f, "python: %" PRIu64 " reads too deep or unreadable, %" PRIu64
 			   " lost (ring buffer full)\n",

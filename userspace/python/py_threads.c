@@ -129,14 +129,16 @@ static bool long_value(const struct reader *r, uint64_t obj, uint64_t *out)
 
 int py_threads__names(const struct py_proc *p, py_thread_name_fn fn, void *ctx)
 {
-	struct reader r = { .pid = p->pid, .o = &p->ver->off };
+	struct reader r = { .pid = p->pid, .o = &p->off };
 	const struct py_offsets *o = r.o;
 	uint64_t interp, threading, active, keys, ts, idents[MAX_THREADS], tids[MAX_THREADS];
 	int nthreads = 0, named = 0;
 	int64_t n;
 
-	if (!fn || !p->ver)
+	if (!fn || p->from == PY_OFF_NONE)
 		return -EINVAL;
+	if (!o->has_thread_names)
+		return -ENOTSUP; /* the dict and instance layouts of 3.11 only */
 	interp = ptr(&r, p->runtime + o->runtime_interp_head);
 	threading = dict_get(&r, ptr(&r, interp + o->interp_modules), "threading");
 	if (!threading)
