@@ -47,6 +47,31 @@ static void test_linetable(void)
 	CHECK(py_linetable__line(linetable, 3, 1, 40) == -1); /* cut short: no crash */
 }
 
+/* An 8-line function f (first line 1) compiled by CPython 3.8.18 (f.co_lnotab) and 3.10.13
+ * (f.co_linetable), and the line of each instruction (2 bytes) from dis.findlinestarts() and
+ * f.co_lines(): the same on both. */
+static const uint8_t lnotab38[] = { 0, 1, 8, 1, 8, 1, 8, 2, 12, 1, 10, 1 };
+static const uint8_t linetable310[] = { 8, 1, 8, 1, 8, 1, 12, 2, 10, 1, 4, 1 };
+static const int lines38[] = {
+	2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 8, 8,
+};
+
+static void test_lnotab(void)
+{
+	for (size_t i = 0; i < sizeof(lines38) / sizeof(lines38[0]); i++) {
+		int a = py_lnotab__line(lnotab38, sizeof(lnotab38), 1, 2 * i);
+		int b = py_linetable310__line(linetable310, sizeof(linetable310), 1, 2 * i);
+
+		if (a != lines38[i] || b != lines38[i])
+			fprintf(stderr, "  offset %zu: lines %d and %d, CPython says %d\n", 2 * i, a,
+				b, lines38[i]);
+		CHECK(a == lines38[i] && b == lines38[i]);
+	}
+	CHECK(py_linetable310__line(linetable310, sizeof(linetable310), 1, 1000) == -1);
+	CHECK(py_linetable310__line(linetable310, 3, 1, 40) == -1); /* cut short: no crash */
+	CHECK(py_lnotab__line(lnotab38, 3, 1, 40) == 2);	     /* the last whole pair's line */
+}
+
 struct got_span {
 	int tid;
 	uint64_t code, start, end;
@@ -294,7 +319,14 @@ static void test_offsets(void)
 	CHECK(v->off.runtime_interp_head == 40 && v->off.tstate_native_thread_id == 160);
 	CHECK(v->off.frame_code == 32 && v->off.frame_previous == 48);
 	CHECK(py_version__bpf_cfg(&v->off, 0x1000, &cfg) == 0 && cfg.runtime == 0x1000);
-	CHECK(py_version__find(2, 7) == NULL);
+	CHECK(py_version__find(2, 7) == NULL && py_version__find(3, 7) == NULL);
+	/* every table fits the BPF side's one read per frame */
+	for (int minor = 8; minor <= 13; minor++) {
+		v = py_version__find(3, minor);
+		CHECK(v && py_version__bpf_cfg(&v->off, 0x1000, &cfg) == 0);
+		CHECK(!v || (v->off.frame_kind == 1) == (minor <= 10));
+		CHECK(!v || !!v->off.dbg_size == (minor >= 13));
+	}
 }
 
 static void test_usdt_args(void)
@@ -357,6 +389,7 @@ int main(void)
 	RUN(test_interpreter_waits);
 	RUN(test_truncated_read);
 	RUN(test_offsets);
+	RUN(test_lnotab);
 	RUN(test_code_names_never_borrowed);
 	RUN(test_usdt_args);
 	RUN(test_usdt_python);
