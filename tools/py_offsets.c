@@ -29,6 +29,7 @@
 #endif
 #if PY_MINOR_VERSION >= 12
 #include <internal/pycore_long.h>
+#include <internal/pycore_object.h>
 #endif
 
 #include <stddef.h>
@@ -143,8 +144,8 @@ int main(void)
 	F(str_ascii_mask, state_mask(2));
 	F(str_ascii_data, sizeof(PyASCIIObject));
 	F(str_compact_data, sizeof(PyCompactUnicodeObject));
-#if PY_MINOR_VERSION == 11
-	/* thread names: the threading module's dicts and instances (3.11's layout only) */
+#if PY_MINOR_VERSION >= 11
+	/* thread names: the threading module's dicts and instances */
 	F(has_thread_names, 1);
 	F(dict_keys, offsetof(PyDictObject, ma_keys));
 	F(dict_values, offsetof(PyDictObject, ma_values));
@@ -162,11 +163,32 @@ int main(void)
 	F(uentry_key, offsetof(PyDictUnicodeEntry, me_key));
 	F(uentry_value, offsetof(PyDictUnicodeEntry, me_value));
 	F(module_dict, offsetof(PyModuleObject, md_dict));
-	F(long_digits, offsetof(PyLongObject, ob_digit));
 	F(long_digit_bits, PyLong_SHIFT);
-	/* 3.11 keeps an instance's dict (or its inline values) before the object header */
+#if PY_MINOR_VERSION == 11
+	F(long_size, offsetof(PyVarObject, ob_size));
+	F(long_digits, offsetof(PyLongObject, ob_digit));
+	/* an instance's dict, or its values, in the words before the object header */
+	F(managed_layout, 1);
 	F(managed_dict_before, 3 * sizeof(PyObject *));
 	F(managed_values_before, 4 * sizeof(PyObject *));
+#else
+	F(long_size, offsetof(PyLongObject, long_value.lv_tag));
+	F(long_size_shift, _PyLong_NON_SIZE_BITS); /* the digit count above the sign bits */
+	F(long_digits, offsetof(PyLongObject, long_value.ob_digit));
+	F(values_values, offsetof(PyDictValues, values));
+#if PY_MINOR_VERSION == 12
+	/* one word before the object: the dict, or its values tagged with the low bit */
+	F(managed_layout, 2);
+	F(managed_dict_before, 3 * sizeof(PyDictOrValues)); /* _PyObject_DictOrValuesPointer */
+#else
+	/* the values inline after the object header (while valid), else a dict before it */
+	F(managed_layout, 3);
+	F(managed_dict_before, -MANAGED_DICT_OFFSET);
+	F(inline_values, sizeof(PyObject));
+	F(type_inline_values_flag, Py_TPFLAGS_INLINE_VALUES);
+	F(values_valid, offsetof(PyDictValues, valid));
+#endif
+#endif
 	F(type_flags, offsetof(PyTypeObject, tp_flags));
 	F(type_managed_dict_flag, Py_TPFLAGS_MANAGED_DICT);
 	F(type_ht_cached_keys, offsetof(PyHeapTypeObject, ht_cached_keys));

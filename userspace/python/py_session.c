@@ -245,7 +245,7 @@ void py_session__describe(const struct py_session *s, FILE *f)
 			p->object, py_proc__offsets_from(p, from, sizeof(from)),
 			p->off.has_qualname ? "" : "; functions named by co_name (no co_qualname "
 						   "before 3.11)",
-			p->off.has_thread_names ? "" : "; thread names not read (3.11 only)");
+			p->off.has_thread_names ? "" : "; thread names not read (before 3.11)");
 	}
 }
 
