@@ -68,6 +68,9 @@ def test_python_stage_functions(tmp, python=PYTHON, minor=11):
     assert bad == [], bad[:3]  # Python spans nest with each other and natives
     meta = trace["metadata"]["python"]
     assert meta["enabled"] and meta["processes"] == 1 and meta["spans"] > 0
+    interp = meta["interpreters"]
+    assert len(interp) == 1 and interp[0]["pid"] == pid and interp[0]["version"] == f"3.{minor}" \
+        and interp[0]["offsets"] == ("debug" if minor >= 13 else "table"), interp
     names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
              if e["ph"] == "M" and e["name"] == "thread_name"}
     # threads carry Python's names (their OS name is python3): read from 3.11 on (before, the

@@ -164,7 +164,7 @@ void py_record__add_json(const struct py_record *p, struct cJSON *meta, const ui
 {
 	uint64_t spans = 0, reads = 0, partial = 0;
 	size_t procs = 0;
-	cJSON *o = cJSON_AddObjectToObject(meta, "python");
+	cJSON *o = cJSON_AddObjectToObject(meta, "python"), *interps;
 
 	cJSON_AddBoolToObject(o, "enabled", p->enabled);
 	cJSON_AddNumberToObject(o, "tick_hz", p->hz);
@@ -176,6 +176,9 @@ void py_record__add_json(const struct py_record *p, struct cJSON *meta, const ui
 	cJSON_AddNumberToObject(o, "reads_changed", c[CNT_PY_READS]);
 	cJSON_AddNumberToObject(o, "reads_partial", partial);
 	cJSON_AddNumberToObject(o, "read_ns", c[CNT_PY_NS]);
+	interps = cJSON_AddArrayToObject(o, "interpreters");
+	if (p->session)
+		py_session__add_json(p->session, interps);
 }
 
 void py_record__free(struct py_record *p)

@@ -8,6 +8,7 @@
 #include "trace/trace_writer.h"
 #include "util/util.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,23 @@ void py_session__describe(const struct py_session *s, FILE *f)
 			p->off.has_qualname ? "" : "; functions named by co_name (no co_qualname "
 						   "before 3.11)",
 			p->off.has_thread_names ? "" : "; thread names not read (before 3.11)");
+	}
+}
+
+void py_session__add_json(const struct py_session *s, struct cJSON *array)
+{
+	char version[16];
+
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct py_proc *p = &s->procs[i];
+		cJSON *o = cJSON_CreateObject();
+
+		snprintf(version, sizeof(version), "%d.%d", p->major, p->minor);
+		cJSON_AddNumberToObject(o, "pid", p->pid);
+		cJSON_AddStringToObject(o, "version", version);
+		cJSON_AddStringToObject(o, "object", p->object);
+		cJSON_AddStringToObject(o, "offsets", p->from == PY_OFF_DEBUG ? "debug" : "table");
+		cJSON_AddItemToArray(array, o);
 	}
 }
 

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct cJSON;
+
 /* The on-CPU tick's default rate: a stage function of a few milliseconds is caught by several
  * ticks, for about 0.3% of a Python thread's CPU (bench/bench.py measures it). */
 #define PY_DEFAULT_HZ 1000
@@ -63,6 +65,9 @@ void py_session__finish(struct py_session *s, uint64_t ts);
 /* For the summary: one line per interpreter the traced processes run (its version, the object
  * defining it) saying what their frames were read with. */
 void py_session__describe(const struct py_session *s, FILE *f);
+
+/* For the metadata: {pid, version, object, offsets: "table" or "debug"} per process read. */
+void py_session__add_json(const struct py_session *s, struct cJSON *array);
 
 /* For the summary: processes read, spans written, reads left out (truncated or faulted). */
 void py_session__stats(const struct py_session *s, size_t *procs, uint64_t *spans,
