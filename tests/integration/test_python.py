@@ -107,6 +107,16 @@ def test_python_stage_functions(tmp, python=PYTHON, minor=11):
             (func, len(traced), len(logged), merge)
         # edges are exact at switches and within a tick (1 ms) elsewhere
         assert abs(traced_ns - logged_ns) <= 0.10 * logged_ns, (func, traced_ns, logged_ns)
+    # a queue's get blocks taking a lock in Condition.wait: the native span names that caller
+    # (co_name "wait" before 3.11) and the line of its call, read from the version's own line
+    # table (co_lnotab, 3.10's co_linetable, the location table)
+    waits = [e for e in spans(trace) if e["name"] == "lock wait"
+             and e["args"].get("py") in ("Condition.wait", "wait")]
+    assert waits, "no lock wait under Condition.wait"
+    for path, line in {tuple(e["args"]["py_line"].rsplit(":", 1)) for e in waits}:
+        with open(path) as f:
+            text = f.read().splitlines()[int(line) - 1]
+        assert path.endswith("threading.py") and "acquire(" in text, (path, line, text)
     # spin() runs under every stage, nested in it on the same thread
     assert {e["tid"] for e in py if e["name"] == "spin"} == set(gt["threads"]) - {pid}
     assert wait_probes_gone(tr)
