@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* Prints the struct offsets tracer needs to read one CPython minor version's frames, as one
- * C initializer of struct py_offsets (bpf/events.h). Built and run at build time against that
- * version's -dev headers (internal ones included), so no offset is ever typed by hand:
+ * C initializer of struct py_version (userspace/python/py_offsets.h), when compiled against that
+ * version's headers (internal ones included), so no offset is ever typed by hand:
  *
  *   cc -I/usr/include/python3.11 tools/py_offsets.c -o py_offsets && ./py_offsets
  *
+ * scripts/py-offsets.sh does so for every supported version whose headers are installed and
+ * writes (or with --check, compares) the committed tables, userspace/python/offsets/3.N.inc.
  * A version whose structs moved gets its own #if branch here, never a table of numbers. */
 #define Py_BUILD_CORE 1
 #include <Python.h>
