@@ -160,8 +160,8 @@ static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str)
 /* 0: a Python frame read into out; 1: an entry shim of the C stack (3.12 on), not a Python
  * function: only *previous is set; -1: unreadable. A global function: verified once, not at
  * each of its callers' paths. */
-__noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame,
-				   struct py_frame *out, __u64 *previous)
+__noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_frame *out,
+			  __u64 *previous)
 {
 	struct frame_words fw;
 	__u32 n;
@@ -169,7 +169,8 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame,
 	if (!cfg || !out || !previous)
 		return -1;
 	n = cfg->frame_read;
-	if (!n || n > PY_FRAME_READ || bpf_probe_read_user(&fw, n, (const void *)(frame + cfg->frame_base)))
+	if (!n || n > PY_FRAME_READ ||
+	    bpf_probe_read_user(&fw, n, (const void *)(frame + cfg->frame_base)))
 		return -1;
 	*previous = fw.w[(cfg->frame_previous / 8) & (PY_FRAME_READ / 8 - 1)];
 	if ((cfg->flags & PY_CFG_OWNER) &&
