@@ -82,11 +82,11 @@ def test_python_stage_functions(tmp, python=PYTHON, minor=11):
     py = [e for e in spans(trace) if e["cat"] == "python"]
     for e in py:
         assert e["pid"] == pid
-    # stacks are read once the probes are in (attaching them took up to 400 ms on a loaded
-    # machine): what ran before the first read is not known, and is not compared
-    lo = max(lo, t0 + min(e["ts"] for e in py) * 1000)
     for func, thread in STAGES.items():
         tid = next(t for t, n in gt["threads"].items() if n == thread)
+        # stacks are read once the probes are in (attaching them took up to 400 ms on a loaded
+        # machine): what ran on a thread before its first read is not known, and not compared
+        lo = max(in_window(trace)[1], t0 + min(e["ts"] for e in py if e["tid"] == tid) * 1000)
         evs = [e for e in py if e["name"] == func]
         assert evs, f"no {func} spans"
         # on the right thread, and only there

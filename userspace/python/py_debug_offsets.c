@@ -88,8 +88,8 @@ int py_debug_offsets__read(int pid, uint64_t runtime, int major, int minor,
 		return -EINVAL;
 	}
 	if (u64_at(buf, table->dbg_free_threaded)) {
-		snprintf(why, len, "a free-threaded build (its objects differ beyond the offsets)");
-		return -ENOTSUP;
+		snprintf(why, len, "a free-threaded build, whose objects the table does not describe");
+		return -ENOEXEC;
 	}
 	*out = *table;
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {

@@ -14,7 +14,7 @@
  * table of the same minor version), into *out (a copy of table with the fields the debug
  * offsets give replaced; the rest, such as the str state's bits, stay the table's). 0 with
  * *changed the number of fields that differ from the table; or -errno with why[] saying what
- * was wrong. */
+ * was wrong: -ENOEXEC when the table cannot be used either (a free-threaded build). */
 int py_debug_offsets__read(int pid, uint64_t runtime, int major, int minor,
 			   const struct py_offsets *table, struct py_offsets *out, int *changed,
 			   char *why, size_t len);

@@ -99,10 +99,15 @@ int py_proc__detect(int pid, struct py_proc *p)
 		return 0;
 	p->off = p->ver->off;
 	p->from = PY_OFF_TABLE;
-	if (p->ver->off.dbg_size &&
-	    !py_debug_offsets__read(pid, p->runtime, p->major, p->minor, &p->ver->off, &p->off,
-				    &p->dbg_changed, p->dbg_why, sizeof(p->dbg_why)))
-		p->from = PY_OFF_DEBUG;
+	if (p->ver->off.dbg_size) {
+		ret = py_debug_offsets__read(pid, p->runtime, p->major, p->minor, &p->ver->off,
+					     &p->off, &p->dbg_changed, p->dbg_why,
+					     sizeof(p->dbg_why));
+		if (!ret)
+			p->from = PY_OFF_DEBUG;
+		else if (ret == -ENOEXEC)
+			p->from = PY_OFF_NONE;
+	}
 	return 0;
 }
 

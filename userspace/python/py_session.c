@@ -125,8 +125,9 @@ int py_session__add_pid(struct py_session *s, int pid, struct py_proc_cfg *cfg)
 	if (p.from == PY_OFF_NONE || py_version__bpf_cfg(&p.off, p.runtime, cfg)) {
 		if (!s->warned)
 			pr_warn("pid %d runs CPython %d.%d (%s): no Python frames, this build reads "
-				"CPython %s only",
-				pid, p.major, p.minor, p.object, py_version__supported());
+				"CPython %s only%s%s",
+				pid, p.major, p.minor, p.object, py_version__supported(),
+				p.dbg_why[0] ? "; " : "", p.dbg_why);
 		s->warned = true;
 		return -ENOTSUP;
 	}
