@@ -95,8 +95,18 @@ int py_proc__detect(int pid, struct py_proc *p)
 	if (ret)
 		return ret;
 	p->ver = py_version__find(p->major, p->minor);
-	if (!p->ver)
+	if (!p->ver) {
+		char cookie[8];
+
+		/* a newer one's debug offsets: their layout changes with the version (3.14's is
+		 * not 3.13's), so they cannot be read without its table */
+		if (!py_mem__read(pid, p->runtime, cookie, sizeof(cookie)) &&
+		    !memcmp(cookie, "xdebugpy", 8))
+			snprintf(p->dbg_why, sizeof(p->dbg_why),
+				 "its _Py_DebugOffsets are laid out as in %d.%d, unknown to this "
+				 "build", p->major, p->minor);
 		return 0;
+	}
 	p->off = p->ver->off;
 	p->from = PY_OFF_TABLE;
 	if (p->ver->off.dbg_size) {
