@@ -1,5 +1,6 @@
 """Row 7 of bench/bench.py: Python frames — what reading stacks costs a pure Python loop, and the
 pace of a threaded Python pipeline traced and untraced. b is the harness (bench.py)."""
+import glob
 import os
 import re
 import signal
@@ -47,10 +48,10 @@ def py_loop_run(b, seconds, tracer_args=None, out=None):
     return int(m.group(2)) / int(m.group(1)), b.trace_metadata(out) if tr else None
 
 
-def py_pipeline_pace(b, seconds, tracer_args=None, out=None):
+def py_pipeline_pace(b, seconds, tracer_args=None, out=None, python=None):
     """Batches per second through tests/targets/py_pipeline.py, unpaced (as fast as it goes)."""
     log_path = os.path.join(b.TMP, "py_pipeline.log")
-    traced_run(b, [b.PYTHON, os.path.join(b.ROOT, "tests", "targets", "py_pipeline.py"),
+    traced_run(b, [python or b.PYTHON, os.path.join(b.ROOT, "tests", "targets", "py_pipeline.py"),
                    "--wait-signal", "--period", "0", "--seconds", str(seconds), "--log", log_path],
                seconds, tracer_args, out)
     with open(log_path) as f:
@@ -96,3 +97,30 @@ def run(b):
     b.row(sec, "pace traced (Python frames, scheduler)",
         f"{b.med(pt):.1f} batches/s (runs {min(pt):.1f}-{max(pt):.1f})", f"{b.med(pb):.1f}",
         f"{b.med(pt) / b.med(pb):.3f}x", "", "")
+    per_version(b, reps, seconds, out)
+
+
+def per_version(b, reps, seconds, out):
+    """The pipeline's pace traced and untraced, and what reading its stacks cost, on each pyenv
+    CPython 3.8-3.13 present (shared-library builds); an absent one gets a row saying so."""
+    sec = "7. Python frames, py_pipeline.py unpaced, per CPython version"
+    for minor in range(8, 14):
+        pattern = f"~/.pyenv/versions/3.{minor}.*/bin/python3.{minor}"
+        exes = sorted(glob.glob(os.path.expanduser(pattern)))
+        if not exes:
+            b.row(sec, f"CPython 3.{minor}", "absent (no pyenv build here)", "", "", "", "not run")
+            continue
+        pb, pt, charged, offsets = [], [], [], ""
+        for _ in range(reps):
+            pb.append(py_pipeline_pace(b, seconds, python=exes[0]))
+            pt.append(py_pipeline_pace(b, seconds, [], out, python=exes[0]))
+            meta = b.trace_metadata(out)
+            py, cpu = meta["python"], meta["overhead"]["target_cpu_ns"]
+            charged.append(100.0 * py["read_ns"] / cpu if cpu else float("nan"))
+            offsets = ", ".join(i["offsets"] for i in py.get("interpreters", []))
+        release = os.path.basename(os.path.dirname(os.path.dirname(exes[0])))
+        b.row(sec, f"CPython {release} (offsets: {offsets or 'none'})",
+              f"{b.med(pt):.1f} batches/s traced (runs {min(pt):.1f}-{max(pt):.1f}); stack reads "
+              f"{b.med(charged):.2f}% of its CPU", f"{b.med(pb):.1f} untraced",
+              f"{b.med(pt) / b.med(pb):.3f}x", ">= 0.9x",
+              "met" if b.med(pt) >= 0.9 * b.med(pb) else "NOT met")

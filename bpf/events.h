@@ -264,22 +264,35 @@ enum py_read_flags {
 
 /* Where the interpreter of one traced process keeps its threads and frames: the addresses
  * and struct offsets (from its version's offsets table, tools/py_offsets.c) the BPF side needs. */
+enum py_cfg_flags {
+	PY_CFG_PTHREAD = 1, /* tstate_match is thread_id (pthread_self()): 3.8-3.10 have no tid */
+	PY_CFG_CFRAME = 2,  /* tstate_frame points to a _PyCFrame holding the frame (3.11, 3.12) */
+	PY_CFG_OWNER = 4,   /* frames whose owner byte is owner_cstack are entry shims: skipped */
+};
+
+/* The bytes of a frame read at once: its code, previous frame, instruction and owner. */
+#define PY_FRAME_READ 128
+
 struct py_proc_cfg {
 	__u64 runtime; /* address of _PyRuntime in the process */
 	__u32 runtime_interp_head;
 	__u32 interp_next;
 	__u32 interp_threads_head;
 	__u32 tstate_next;
-	__u32 tstate_native_thread_id;
-	__u32 tstate_cframe;
+	__u32 tstate_match; /* the field that tells the thread: native_thread_id or thread_id */
+	__u32 tstate_frame; /* the current frame, or the _PyCFrame holding it (PY_CFG_CFRAME) */
 	__u32 cframe_current_frame;
-	__u32 frame_code;
+	__u32 frame_base; /* the lowest of the frame fields below: where the one read starts */
+	__u32 frame_read; /* bytes read from there (at most PY_FRAME_READ) */
+	__u32 frame_code; /* the others relative to frame_base */
 	__u32 frame_previous;
 	__u32 frame_prev_instr;
-	__u32 code_qualname;
+	__u32 frame_owner;
+	__u32 owner_cstack;
+	__u32 code_qualname; /* co_qualname, or co_name before 3.11 */
 	__u32 str_length;     /* the qualname's length ... */
 	__u32 str_ascii_data; /* ... and its first characters: the name's fingerprint */
-	__u32 _pad;
+	__u32 flags;	      /* enum py_cfg_flags */
 };
 
 /* What a code object's name said when its frame was read: the str's length and first 8 bytes
@@ -314,7 +327,7 @@ struct py_stack_rec {
 };
 
 #ifndef __cplusplus
-_Static_assert(sizeof(struct py_proc_cfg) == 64, "py_proc_cfg layout");
+_Static_assert(sizeof(struct py_proc_cfg) == 80, "py_proc_cfg layout");
 _Static_assert(sizeof(struct py_stack_rec) == 32 + 32 * PY_MAX_FRAMES, "py_stack_rec layout");
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");

@@ -60,9 +60,28 @@ struct find_ctx {
 	__u64 interp;
 	__u64 tstate; /* the one to look at next */
 	__u64 found;
-	__u32 tid;
+	__u64 key; /* what the thread's state holds at tstate_match (thread_key) */
 	__u32 interps;
 };
+
+/* What a thread state names its thread by: the kernel tid (native_thread_id), or before 3.11
+ * pthread_self() (thread_id), which glibc makes the thread's TLS base: the FS base on x86-64,
+ * TPIDR_EL0 on arm64. */
+static __always_inline __u64 thread_key(const struct py_proc_cfg *cfg, __u32 tid)
+{
+	struct task_struct *t;
+
+	if (!(cfg->flags & PY_CFG_PTHREAD))
+		return tid;
+	t = bpf_get_current_task_btf();
+#if defined(__TARGET_ARCH_x86)
+	return t->thread.fsbase;
+#elif defined(__TARGET_ARCH_arm64)
+	return t->thread.uw.tp_value;
+#else
+	return 0;
+#endif
+}
 
 /* One step of the walk over every interpreter's thread list (bpf_loop: verified once). The
  * last match wins: 3.11 creates a new thread's state in the thread that starts it, with that
@@ -72,21 +91,28 @@ static long find_step(__u32 i, struct find_ctx *c)
 	const struct py_proc_cfg *cfg = c->cfg;
 
 	if (!c->tstate) {
-		if (!c->interp || ++c->interps > PY_MAX_INTERPS)
+		/* the count stops at the bound: the verifier, which does not know that returning 1
+		 * ends the loop, sees finitely many states */
+		if (!c->interp || c->interps >= PY_MAX_INTERPS)
 			return 1;
+		c->interps++;
 		c->tstate = read_ptr(c->interp + cfg->interp_threads_head);
 		c->interp = read_ptr(c->interp + cfg->interp_next);
 		return 0;
 	}
-	if (read_ptr(c->tstate + cfg->tstate_native_thread_id) == c->tid)
+	if (read_ptr(c->tstate + cfg->tstate_match) == c->key)
 		c->found = c->tstate;
 	c->tstate = read_ptr(c->tstate + cfg->tstate_next);
 	return 0;
 }
 
-static __always_inline __u64 find_tstate(const struct py_proc_cfg *cfg, __u32 tid)
+/* A global function: its loop is verified once, not on each path of its callers. */
+__noinline __u64 find_tstate(const struct py_proc_cfg *cfg, __u64 key)
 {
-	struct find_ctx c = { .cfg = cfg, .tid = tid };
+	struct find_ctx c = { .cfg = cfg, .key = key };
+
+	if (!cfg)
+		return 0;
 
 	c.interp = read_ptr(cfg->runtime + cfg->runtime_interp_head);
 	bpf_loop(PY_MAX_INTERPS * (PY_MAX_THREADS + 1), find_step, &c, 0);
@@ -101,20 +127,24 @@ static __always_inline __u64 find_tstate(const struct py_proc_cfg *cfg, __u32 ti
 static __always_inline __u64 thread_state(const struct py_proc_cfg *cfg, struct py_thread *th,
 					  __u32 tid, __u64 now, __u32 reason)
 {
-	if (th->tstate && read_ptr(th->tstate + cfg->tstate_native_thread_id) == tid)
+	__u64 key = thread_key(cfg, tid);
+
+	if (!key)
+		return 0;
+	if (th->tstate && read_ptr(th->tstate + cfg->tstate_match) == key)
 		return th->tstate;
 	if (!th->tstate && now < th->retry_ns && reason != PY_READ_WAIT)
 		return 0;
-	th->tstate = find_tstate(cfg, tid);
+	th->tstate = find_tstate(cfg, key);
 	if (!th->tstate)
 		th->retry_ns = now + PY_RETRY_NS;
 	return th->tstate;
 }
 
-/* One frame: f_code, previous and prev_instr lie within 32 bytes from f_code (userspace checks
- * it before it writes the offsets), so one read gets all three. */
+/* One frame: its code, previous frame, instruction and owner lie within PY_FRAME_READ bytes
+ * (userspace checks it before it writes the offsets), so one read gets them all. */
 struct frame_words {
-	__u64 w[4];
+	__u64 w[PY_FRAME_READ / 8];
 };
 
 /* The str's length and first characters lie within 40 bytes (userspace checks it): one read. */
@@ -127,18 +157,29 @@ static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str)
 	return py_name_fp(w[0], w[((cfg->str_ascii_data - cfg->str_length) / 8) & 7]);
 }
 
-static __always_inline int read_frame(const struct py_proc_cfg *cfg, __u64 frame,
-				      struct py_frame *out, __u64 *previous)
+/* 0: a Python frame read into out; 1: an entry shim of the C stack (3.12 on), not a Python
+ * function: only *previous is set; -1: unreadable. A global function: verified once, not at
+ * each of its callers' paths. */
+__noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_frame *out,
+			  __u64 *previous)
 {
 	struct frame_words fw;
+	__u32 n;
 
-	if (bpf_probe_read_user(&fw, sizeof(fw), (const void *)(frame + cfg->frame_code)))
+	if (!cfg || !out || !previous)
 		return -1;
-	out->code = fw.w[0];
-	out->instr = fw.w[((cfg->frame_prev_instr - cfg->frame_code) / 8) & 3];
+	n = cfg->frame_read;
+	if (!n || n > PY_FRAME_READ ||
+	    bpf_probe_read_user(&fw, n, (const void *)(frame + cfg->frame_base)))
+		return -1;
+	*previous = fw.w[(cfg->frame_previous / 8) & (PY_FRAME_READ / 8 - 1)];
+	if ((cfg->flags & PY_CFG_OWNER) &&
+	    ((__u8 *)fw.w)[cfg->frame_owner & (PY_FRAME_READ - 1)] == cfg->owner_cstack)
+		return 1;
+	out->code = fw.w[(cfg->frame_code / 8) & (PY_FRAME_READ / 8 - 1)];
+	out->instr = fw.w[(cfg->frame_prev_instr / 8) & (PY_FRAME_READ / 8 - 1)];
 	out->name = out->code ? read_ptr(out->code + cfg->code_qualname) : 0;
 	out->name_fp = name_fp(cfg, out->name);
-	*previous = fw.w[((cfg->frame_previous - cfg->frame_code) / 8) & 3];
 	return 0;
 }
 
@@ -152,16 +193,19 @@ struct walk_ctx {
 
 static long walk_step(__u32 i, struct walk_ctx *w)
 {
-	__u64 next;
+	__u64 next = 0;
+	int ret;
 
-	if (!w->frame)
+	if (!w->frame || w->depth >= PY_MAX_FRAMES)
 		return 1;
-	if (read_frame(w->cfg, w->frame, &w->rec->frames[w->depth & (PY_MAX_FRAMES - 1)], &next)) {
+	ret = read_frame(w->cfg, w->frame, &w->rec->frames[w->depth & (PY_MAX_FRAMES - 1)], &next);
+	if (ret < 0) {
 		w->fault = true;
 		w->frame = 0;
 		return 1;
 	}
-	w->depth++;
+	if (!ret)
+		w->depth++;
 	w->frame = next;
 	return 0;
 }
@@ -175,13 +219,22 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	__u64 tstate, frame, next = 0;
 	__u32 depth = 0, flags = 0;
 	__u64 size;
+	int ret;
 
 	count(CNT_PY_CHECKS);
 	tstate = thread_state(cfg, th, tid, ts, reason);
 	if (!tstate)
 		return 0;
-	frame = read_ptr(read_ptr(tstate + cfg->tstate_cframe) + cfg->cframe_current_frame);
-	if (frame && read_frame(cfg, frame, &top, &next)) {
+	frame = read_ptr(tstate + cfg->tstate_frame);
+	if (cfg->flags & PY_CFG_CFRAME)
+		frame = read_ptr(frame + cfg->cframe_current_frame);
+	/* an entry shim on top (a C call into Python just began or ends): the stack below it */
+	ret = frame ? read_frame(cfg, frame, &top, &next) : 0;
+	if (ret > 0) {
+		frame = next;
+		ret = frame ? read_frame(cfg, frame, &top, &next) : 0;
+	}
+	if (ret) {
 		/* not an empty stack: a stack that could not be read (userspace skips it) */
 		flags = PY_FAULT;
 		frame = 0;

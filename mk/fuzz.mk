@@ -42,7 +42,8 @@ FUZZ_SRCS_merge := trace/merge trace/outfile trace/trace_file trace/trace_reader
 	trace/json_value trace/json_text trace/ftrace_line util/util
 FUZZ_SRCS_ftrace_line := trace/ftrace_line
 FUZZ_SRCS_usdt := elf/usdt util/util
-FUZZ_SRCS_py_linetable := python/py_code python/py_proc python/py_offsets elf/elf_datasym util/util
+FUZZ_SRCS_py_linetable := python/py_code python/py_proc python/py_offsets python/py_debug_offsets \
+	elf/elf_datasym util/util
 # Small read buffers, so that inputs of a few KB cross buffer boundaries (where escapes and
 # values are split); the code reads 1 MiB at a time otherwise.
 FUZZ_OBJ_CFLAGS_trace/trace_reader := -DTRACE_READER_READ_SIZE=61

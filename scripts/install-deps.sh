@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
 	make gcc g++ clang llvm pkg-config bpftool	# build; g++: libstdc++, the C++ target
-	python3.11-dev systemtap-sdt-dev		# build: CPython offsets; tests: USDT targets
+	python3.11-dev systemtap-sdt-dev		# tests: the CPython 3.11 offsets check, USDT targets
 	libbpf-dev libelf-dev zlib1g-dev libcjson-dev	# libraries tracer links against
 	libcapstone-dev					# decoding functions whole: moved probe sites
 	uthash-dev					# one hash table, header-only

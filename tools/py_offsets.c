@@ -1,27 +1,42 @@
 // SPDX-License-Identifier: MIT
 /* Prints the struct offsets tracer needs to read one CPython minor version's frames, as one
- * C initializer of struct py_offsets (bpf/events.h). Built and run at build time against that
- * version's -dev headers (internal ones included), so no offset is ever typed by hand:
+ * C initializer of struct py_version (userspace/python/py_offsets.h), when compiled against that
+ * version's headers (internal ones included), so no offset is ever typed by hand:
  *
  *   cc -I/usr/include/python3.11 tools/py_offsets.c -o py_offsets && ./py_offsets
  *
+ * scripts/py-offsets.sh does so for every supported version whose headers are installed and
+ * writes (or with --check, compares) the committed tables, userspace/python/offsets/3.N.inc.
  * A version whose structs moved gets its own #if branch here, never a table of numbers. */
 #define Py_BUILD_CORE 1
 #include <Python.h>
+#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION < 8 || PY_MINOR_VERSION > 13
+#error "tools/py_offsets.c knows CPython 3.8 to 3.13's structs; add a branch for this version"
+#endif
+#if PY_MINOR_VERSION == 8
+#include <internal/pycore_pystate.h>
+#else
 #include <internal/pycore_runtime.h>
 #include <internal/pycore_interp.h>
+#endif
+#if PY_MINOR_VERSION <= 10
+#include <frameobject.h>
+#else
 #include <internal/pycore_frame.h>
 #include <internal/pycore_code.h>
 #include <internal/pycore_dict.h>
+#endif
+#if PY_MINOR_VERSION >= 10
 #include <internal/pycore_moduleobject.h>
+#endif
+#if PY_MINOR_VERSION >= 12
+#include <internal/pycore_long.h>
+#include <internal/pycore_object.h>
+#endif
 
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-
-#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION != 11
-#error "tools/py_offsets.c knows CPython 3.11's structs; add a branch for this version"
-#endif
 
 #define F(field, value) printf("\t\t." #field " = %lu,\n", (unsigned long)(value))
 
@@ -46,24 +61,80 @@ int main(void)
 	printf("\t{ .major = %d, .minor = %d, .off = {\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
 	F(runtime_interp_head, offsetof(_PyRuntimeState, interpreters.head));
 	F(interp_next, offsetof(PyInterpreterState, next));
+#if PY_MINOR_VERSION <= 10
+	F(interp_threads_head, offsetof(PyInterpreterState, tstate_head));
+#else
 	F(interp_threads_head, offsetof(PyInterpreterState, threads.head));
+#endif
+#if PY_MINOR_VERSION >= 12
+	F(interp_modules, offsetof(PyInterpreterState, imports.modules));
+#else
 	F(interp_modules, offsetof(PyInterpreterState, modules));
+#endif
 	F(tstate_next, offsetof(PyThreadState, next));
-	F(tstate_native_thread_id, offsetof(PyThreadState, native_thread_id));
 	F(tstate_thread_id, offsetof(PyThreadState, thread_id));
-	F(tstate_cframe, offsetof(PyThreadState, cframe));
+#if PY_MINOR_VERSION <= 10
+	/* no kernel tid in the thread state: threads are told by thread_id (pthread_self()) */
+	F(tstate_by_pthread, 1);
+	F(tstate_native_thread_id, offsetof(PyThreadState, thread_id));
+#else
+	F(tstate_native_thread_id, offsetof(PyThreadState, native_thread_id));
+#endif
+	/* frame_kind: 1 PyFrameObject (f_back, f_lasti), 2 _PyInterpreterFrame */
+#if PY_MINOR_VERSION <= 10
+	F(frame_kind, 1);
+	F(tstate_frame, offsetof(PyThreadState, frame));
+	F(frame_code, offsetof(PyFrameObject, f_code));
+	F(frame_previous, offsetof(PyFrameObject, f_back));
+	F(frame_prev_instr, offsetof(PyFrameObject, f_lasti));
+	F(frame_owner, offsetof(PyFrameObject, f_code)); /* no owner: never the C stack's */
+	F(frame_owner_cstack, 256);
+#else
+	F(frame_kind, 2);
+#if PY_MINOR_VERSION <= 12
+	F(has_cframe, 1);
+	F(tstate_frame, offsetof(PyThreadState, cframe));
 	F(cframe_current_frame, offsetof(_PyCFrame, current_frame));
+#else
+	F(tstate_frame, offsetof(PyThreadState, current_frame));
+#endif
+#if PY_MINOR_VERSION >= 13
+	F(frame_code, offsetof(_PyInterpreterFrame, f_executable));
+	F(frame_prev_instr, offsetof(_PyInterpreterFrame, instr_ptr));
+#else
 	F(frame_code, offsetof(_PyInterpreterFrame, f_code));
-	F(frame_previous, offsetof(_PyInterpreterFrame, previous));
 	F(frame_prev_instr, offsetof(_PyInterpreterFrame, prev_instr));
+#endif
+	F(frame_previous, offsetof(_PyInterpreterFrame, previous));
 	F(frame_owner, offsetof(_PyInterpreterFrame, owner));
+#if PY_MINOR_VERSION >= 12
+	/* an entry frame _PyEval_EvalFrameDefault keeps on the C stack: not a Python function */
+	F(frame_owner_cstack, FRAME_OWNED_BY_CSTACK);
+#else
+	F(frame_owner_cstack, 256);
+#endif
+#endif
 	F(code_filename, offsetof(PyCodeObject, co_filename));
 	F(code_name, offsetof(PyCodeObject, co_name));
-	F(code_qualname, offsetof(PyCodeObject, co_qualname));
 	F(code_firstlineno, offsetof(PyCodeObject, co_firstlineno));
+	F(code_unit_size, sizeof(_Py_CODEUNIT));
+	/* line_format: 1 co_lnotab (f_lasti in bytes), 2 3.10's co_linetable (f_lasti in code
+	 * units), 3 the location table (3.11 on, an instruction pointer into co_code_adaptive) */
+#if PY_MINOR_VERSION <= 9
+	F(line_format, 1);
+	F(code_linetable, offsetof(PyCodeObject, co_lnotab));
+	F(code_qualname, offsetof(PyCodeObject, co_name)); /* no co_qualname before 3.11 */
+#elif PY_MINOR_VERSION == 10
+	F(line_format, 2);
+	F(code_linetable, offsetof(PyCodeObject, co_linetable));
+	F(code_qualname, offsetof(PyCodeObject, co_name));
+#else
+	F(line_format, 3);
+	F(has_qualname, 1);
+	F(code_qualname, offsetof(PyCodeObject, co_qualname));
 	F(code_linetable, offsetof(PyCodeObject, co_linetable));
 	F(code_adaptive, offsetof(PyCodeObject, co_code_adaptive));
-	F(code_unit_size, sizeof(_Py_CODEUNIT));
+#endif
 	F(object_type, offsetof(PyObject, ob_type));
 	F(type_name, offsetof(PyTypeObject, tp_name));
 	F(var_size, offsetof(PyVarObject, ob_size));
@@ -75,6 +146,9 @@ int main(void)
 	F(str_ascii_mask, state_mask(2));
 	F(str_ascii_data, sizeof(PyASCIIObject));
 	F(str_compact_data, sizeof(PyCompactUnicodeObject));
+#if PY_MINOR_VERSION >= 11
+	/* thread names: the threading module's dicts and instances */
+	F(has_thread_names, 1);
 	F(dict_keys, offsetof(PyDictObject, ma_keys));
 	F(dict_values, offsetof(PyDictObject, ma_values));
 	F(dict_used, offsetof(PyDictObject, ma_used));
@@ -91,14 +165,74 @@ int main(void)
 	F(uentry_key, offsetof(PyDictUnicodeEntry, me_key));
 	F(uentry_value, offsetof(PyDictUnicodeEntry, me_value));
 	F(module_dict, offsetof(PyModuleObject, md_dict));
-	F(long_digits, offsetof(PyLongObject, ob_digit));
 	F(long_digit_bits, PyLong_SHIFT);
-	/* 3.11 keeps an instance's dict (or its inline values) before the object header */
+#if PY_MINOR_VERSION == 11
+	F(long_size, offsetof(PyVarObject, ob_size));
+	F(long_digits, offsetof(PyLongObject, ob_digit));
+	/* an instance's dict, or its values, in the words before the object header */
+	F(managed_layout, 1);
 	F(managed_dict_before, 3 * sizeof(PyObject *));
 	F(managed_values_before, 4 * sizeof(PyObject *));
+#else
+	F(long_size, offsetof(PyLongObject, long_value.lv_tag));
+	F(long_size_shift, _PyLong_NON_SIZE_BITS); /* the digit count above the sign bits */
+	F(long_digits, offsetof(PyLongObject, long_value.ob_digit));
+	F(values_values, offsetof(PyDictValues, values));
+#if PY_MINOR_VERSION == 12
+	/* one word before the object: the dict, or its values tagged with the low bit */
+	F(managed_layout, 2);
+	F(managed_dict_before, 3 * sizeof(PyDictOrValues)); /* _PyObject_DictOrValuesPointer */
+#else
+	/* the values inline after the object header (while valid), else a dict before it */
+	F(managed_layout, 3);
+	F(managed_dict_before, -MANAGED_DICT_OFFSET);
+	F(inline_values, sizeof(PyObject));
+	F(type_inline_values_flag, Py_TPFLAGS_INLINE_VALUES);
+	F(values_valid, offsetof(PyDictValues, valid));
+#endif
+#endif
 	F(type_flags, offsetof(PyTypeObject, tp_flags));
 	F(type_managed_dict_flag, Py_TPFLAGS_MANAGED_DICT);
 	F(type_ht_cached_keys, offsetof(PyHeapTypeObject, ht_cached_keys));
+#endif
+#if PY_MINOR_VERSION >= 13
+	/* where _PyRuntime's leading _Py_DebugOffsets keeps the offsets above, for reading them
+	 * from the target itself (userspace/python/py_debug_offsets.c) */
+#define D(field, member) F(field, offsetof(_Py_DebugOffsets, member))
+	F(dbg_size, sizeof(_Py_DebugOffsets));
+	D(dbg_version, version);
+	D(dbg_free_threaded, free_threaded);
+	D(dbg_runtime_size, runtime_state.size);
+	D(dbg_runtime_interp_head, runtime_state.interpreters_head);
+	D(dbg_interp_size, interpreter_state.size);
+	D(dbg_interp_next, interpreter_state.next);
+	D(dbg_interp_threads_head, interpreter_state.threads_head);
+	D(dbg_interp_modules, interpreter_state.imports_modules);
+	D(dbg_tstate_size, thread_state.size);
+	D(dbg_tstate_next, thread_state.next);
+	D(dbg_tstate_frame, thread_state.current_frame);
+	D(dbg_tstate_thread_id, thread_state.thread_id);
+	D(dbg_tstate_native_thread_id, thread_state.native_thread_id);
+	D(dbg_frame_size, interpreter_frame.size);
+	D(dbg_frame_previous, interpreter_frame.previous);
+	D(dbg_frame_code, interpreter_frame.executable);
+	D(dbg_frame_prev_instr, interpreter_frame.instr_ptr);
+	D(dbg_frame_owner, interpreter_frame.owner);
+	D(dbg_code_size, code_object.size);
+	D(dbg_code_filename, code_object.filename);
+	D(dbg_code_name, code_object.name);
+	D(dbg_code_qualname, code_object.qualname);
+	D(dbg_code_linetable, code_object.linetable);
+	D(dbg_code_firstlineno, code_object.firstlineno);
+	D(dbg_code_adaptive, code_object.co_code_adaptive);
+	D(dbg_str_size, unicode_object.size);
+	D(dbg_str_state, unicode_object.state);
+	D(dbg_str_length, unicode_object.length);
+	D(dbg_str_ascii_data, unicode_object.asciiobject_size);
+	D(dbg_bytes_size, bytes_object.size);
+	D(dbg_var_size, bytes_object.ob_size);
+	D(dbg_bytes_data, bytes_object.ob_sval);
+#endif
 	printf("\t} },\n");
 	return 0;
 }

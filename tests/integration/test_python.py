@@ -32,6 +32,11 @@ def in_window(trace, margin_ns=100_000_000):
     return t0, t0 + margin_ns, t0 + trace["metadata"]["duration_ns"] - margin_ns
 
 
+def clipped(start, end, lo, hi):
+    """The part of [start, end] inside [lo, hi]."""
+    return max(0, min(end, hi) - max(start, lo))
+
+
 def back_to_back(calls, tick_ns=1_000_000):
     """Calls (start, end) that begin less than a tick after the one before ended: when a stage
     falls behind its queue (a loaded machine) it calls its function again at once, and with no
@@ -41,7 +46,7 @@ def back_to_back(calls, tick_ns=1_000_000):
     return sum(b[0] - a[1] < tick_ns for a, b in zip(calls, calls[1:]))
 
 
-def test_python_stage_functions(tmp, python=PYTHON):
+def test_python_stage_functions(tmp, python=PYTHON, minor=11):
     assert os.access(python, os.X_OK), f"no {python} (Debian's python3.11)"
     pl, pid, log = start_py_pipeline(tmp, "--seconds", "5", python=python)
     out = os.path.join(tmp, "py.json")
@@ -50,6 +55,13 @@ def test_python_stage_functions(tmp, python=PYTHON):
     rc, err = finish_tracer(tr)
     assert rc == 0, err
     assert "python:" in err and "function spans" in err, err
+    # the summary says which interpreter runs and what its frames were read with: from 3.13
+    # on the target's own debug offsets, before the build's table of that version
+    said = [l for l in err.splitlines() if f"python: pid {pid} runs CPython 3.{minor} " in l]
+    assert len(said) == 1, err
+    assert ("its own _Py_DebugOffsets (0 fields differ" if minor >= 13
+            else f"the build's 3.{minor} table") in said[0], said
+    assert ("thread names not read" in said[0]) == (minor < 11), said
     wait_exit(pl)
     gt = read_ground_truth(log)
     trace, text = load_trace(out)
@@ -57,17 +69,25 @@ def test_python_stage_functions(tmp, python=PYTHON):
     assert bad == [], bad[:3]  # Python spans nest with each other and natives
     meta = trace["metadata"]["python"]
     assert meta["enabled"] and meta["processes"] == 1 and meta["spans"] > 0
+    interp = meta["interpreters"]
+    assert len(interp) == 1 and interp[0]["pid"] == pid and interp[0]["version"] == f"3.{minor}" \
+        and interp[0]["offsets"] == ("debug" if minor >= 13 else "table"), interp
     names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
              if e["ph"] == "M" and e["name"] == "thread_name"}
-    # threads carry Python's names (their OS name is python3)
+    # threads carry Python's names (their OS name is python3): read from 3.11 on (before, the
+    # dict layout is not in the installed headers)
     for tid, name in gt["threads"].items():
-        assert names.get(tid) == name, (tid, names.get(tid), name)
+        if minor >= 11:
+            assert names.get(tid) == name, (tid, names.get(tid), name)
     t0, lo, hi = in_window(trace)
     py = [e for e in spans(trace) if e["cat"] == "python"]
     for e in py:
         assert e["pid"] == pid
     for func, thread in STAGES.items():
         tid = next(t for t, n in gt["threads"].items() if n == thread)
+        # stacks are read once the probes are in (attaching them took up to 400 ms on a loaded
+        # machine): what ran on a thread before its first read is not known, and not compared
+        lo = max(in_window(trace)[1], t0 + min(e["ts"] for e in py if e["tid"] == tid) * 1000)
         evs = [e for e in py if e["name"] == func]
         assert evs, f"no {func} spans"
         # on the right thread, and only there
@@ -76,8 +96,11 @@ def test_python_stage_functions(tmp, python=PYTHON):
         traced = [e for e in evs
                   if lo <= t0 + e["ts"] * 1000 and t0 + (e["ts"] + e["dur"]) * 1000 <= hi]
         logged = [(s, t) for t_, f, s, t, _ in gt["calls"] if f == func and lo <= s and t <= hi]
-        traced_ns = sum(e["dur"] for e in traced) * 1000
-        logged_ns = sum(t - s for s, t in logged)
+        # the totals inside the window, both clipped to it: a span of calls merged back to back
+        # that crosses an edge counts for its part inside, as the calls it covers do
+        traced_ns = sum(clipped(t0 + e["ts"] * 1000, t0 + (e["ts"] + e["dur"]) * 1000, lo, hi)
+                        for e in evs)
+        logged_ns = sum(clipped(s, t, lo, hi) for t_, f, s, t, _ in gt["calls"] if f == func)
         # every call is seen (each lasts several ticks), none is merged with the next unless it
         # followed it back to back
         merge = back_to_back(logged)
@@ -85,6 +108,16 @@ def test_python_stage_functions(tmp, python=PYTHON):
             (func, len(traced), len(logged), merge)
         # edges are exact at switches and within a tick (1 ms) elsewhere
         assert abs(traced_ns - logged_ns) <= 0.10 * logged_ns, (func, traced_ns, logged_ns)
+    # a queue's get blocks taking a lock in Condition.wait: the native span names that caller
+    # (co_name "wait" before 3.11) and the line of its call, read from the version's own line
+    # table (co_lnotab, 3.10's co_linetable, the location table)
+    waits = [e for e in spans(trace) if e["name"] == "lock wait"
+             and e["args"].get("py") in ("Condition.wait", "wait")]
+    assert waits, "no lock wait under Condition.wait"
+    for path, line in {tuple(e["args"]["py_line"].rsplit(":", 1)) for e in waits}:
+        with open(path) as f:
+            text = f.read().splitlines()[int(line) - 1]
+        assert path.endswith("threading.py") and "acquire(" in text, (path, line, text)
     # spin() runs under every stage, nested in it on the same thread
     assert {e["tid"] for e in py if e["name"] == "spin"} == set(gt["threads"]) - {pid}
     assert wait_probes_gone(tr)
@@ -100,29 +133,48 @@ def other_pythons(minor_ok):
     return found
 
 
-def test_python_shared_libpython(tmp):
-    """A 3.11 that keeps its interpreter in libpython3.11.so (a position-independent object):
-    the same spans, found through the library's _PyRuntime."""
-    found = [p for p in other_pythons(lambda m: m == 11)
-             if os.path.exists(os.path.join(os.path.dirname(os.path.dirname(p)), "lib",
-                                            "libpython3.11.so.1.0"))]
+def pyenv_python(minor):
+    """pyenv's CPython 3.minor (a shared-library build: the interpreter is in libpython, a
+    position-independent object), or a skip that says it is absent."""
+    found = other_pythons(lambda m: m == minor)
     if not found:
-        raise lib.Skip("no CPython 3.11 built with --enable-shared (pyenv) on this machine")
-    test_python_stage_functions(tmp, python=found[0])
+        raise lib.Skip(f"CPython 3.{minor} absent: no pyenv build of it on this machine")
+    return found[0]
+
+
+def stage_functions_on(minor):
+    """The ground truth test on pyenv's CPython 3.minor, attached by pid."""
+    def test(tmp):
+        test_python_stage_functions(tmp, python=pyenv_python(minor), minor=minor)
+    return test
+
+
+test_python_stage_functions_3_8 = stage_functions_on(8)    # PyFrameObject, co_lnotab
+test_python_stage_functions_3_9 = stage_functions_on(9)
+test_python_stage_functions_3_10 = stage_functions_on(10)  # 3.10's co_linetable
+test_python_stage_functions_3_11 = stage_functions_on(11)  # shared libpython3.11
+test_python_stage_functions_3_12 = stage_functions_on(12)  # _PyCFrame, entry shims
+test_python_stage_functions_3_13 = stage_functions_on(13)  # current_frame, debug offsets
 
 
 def test_python_unsupported_version(tmp):
-    found = other_pythons(lambda m: m != 11 and m >= 8)  # threading.get_native_id: 3.8+
+    """An interpreter older than 3.8: one line says so, the rest of the recording goes on."""
+    found = other_pythons(lambda m: m < 8)
     if not found:
-        raise lib.Skip("no CPython other than 3.11 (pyenv) on this machine")
-    pl, pid, log = start_py_pipeline(tmp, "--seconds", "3", python=found[-1])
-    sigusr1(pid)
-    tr = start_tracer("-p", pid, "-d", "1", "-o", os.path.join(tmp, "other.json"))
+        raise lib.Skip("no CPython older than 3.8 (pyenv) on this machine")
+    p = subprocess.Popen([found[-1], "-c", "import os, time; print('ready', os.getpid(), "
+                          "flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    tr = start_tracer("-p", line[1], "-d", "1", "-o", os.path.join(tmp, "other.json"))
     rc, err = finish_tracer(tr)
     assert rc == 0, err  # the rest of the recording goes on
     lines = [l for l in err.splitlines() if "no Python frames" in l]
-    assert len(lines) == 1 and "this build reads CPython 3.11" in lines[0], err
-    wait_exit(pl)
+    assert len(lines) == 1 and \
+        "this build reads CPython 3.8, 3.9, 3.10, 3.11, 3.12, 3.13 only" in lines[0], err
+    p.kill()
+    p.wait()
 
 
 def test_python_off(tmp):

@@ -5,6 +5,7 @@
  * (checked against python3.11's own notes: every USDT site is a nop). */
 #include "elf/usdt.h"
 #include "python/py_code.h"
+#include "python/py_debug_offsets.h"
 #include "python/py_offsets.h"
 #include "python/py_spans.h"
 #include "unit.h"
@@ -45,6 +46,31 @@ static void test_linetable(void)
 	}
 	CHECK(py_linetable__line(linetable, sizeof(linetable), 1, 1000) == -1);
 	CHECK(py_linetable__line(linetable, 3, 1, 40) == -1); /* cut short: no crash */
+}
+
+/* An 8-line function f (first line 1) compiled by CPython 3.8.18 (f.co_lnotab) and 3.10.13
+ * (f.co_linetable), and the line of each instruction (2 bytes) from dis.findlinestarts() and
+ * f.co_lines(): the same on both. */
+static const uint8_t lnotab38[] = { 0, 1, 8, 1, 8, 1, 8, 2, 12, 1, 10, 1 };
+static const uint8_t linetable310[] = { 8, 1, 8, 1, 8, 1, 12, 2, 10, 1, 4, 1 };
+static const int lines38[] = {
+	2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 8, 8,
+};
+
+static void test_lnotab(void)
+{
+	for (size_t i = 0; i < sizeof(lines38) / sizeof(lines38[0]); i++) {
+		int a = py_lnotab__line(lnotab38, sizeof(lnotab38), 1, 2 * i);
+		int b = py_linetable310__line(linetable310, sizeof(linetable310), 1, 2 * i);
+
+		if (a != lines38[i] || b != lines38[i])
+			fprintf(stderr, "  offset %zu: lines %d and %d, CPython says %d\n", 2 * i, a,
+				b, lines38[i]);
+		CHECK(a == lines38[i] && b == lines38[i]);
+	}
+	CHECK(py_linetable310__line(linetable310, sizeof(linetable310), 1, 1000) == -1);
+	CHECK(py_linetable310__line(linetable310, 3, 1, 40) == -1); /* cut short: no crash */
+	CHECK(py_lnotab__line(lnotab38, 3, 1, 40) == 2);	     /* the last whole pair's line */
 }
 
 struct got_span {
@@ -293,8 +319,92 @@ static void test_offsets(void)
 	/* the values the shared notes measured by hand, now coming from the headers */
 	CHECK(v->off.runtime_interp_head == 40 && v->off.tstate_native_thread_id == 160);
 	CHECK(v->off.frame_code == 32 && v->off.frame_previous == 48);
-	CHECK(py_version__bpf_cfg(v, 0x1000, &cfg) == 0 && cfg.runtime == 0x1000);
-	CHECK(py_version__find(2, 7) == NULL);
+	CHECK(py_version__bpf_cfg(&v->off, 0x1000, &cfg) == 0 && cfg.runtime == 0x1000);
+	CHECK(py_version__find(2, 7) == NULL && py_version__find(3, 7) == NULL);
+	/* every table fits the BPF side's one read per frame */
+	for (int minor = 8; minor <= 13; minor++) {
+		v = py_version__find(3, minor);
+		CHECK(v && py_version__bpf_cfg(&v->off, 0x1000, &cfg) == 0);
+		CHECK(!v || (v->off.frame_kind == 1) == (minor <= 10));
+		CHECK(!v || !!v->off.dbg_size == (minor >= 13));
+	}
+}
+
+/* _Py_DebugOffsets as 3.13 lays it out, filled from the 3.13 table, read from our own memory. */
+static void put64(uint8_t *buf, uint32_t off, uint64_t v)
+{
+	memcpy(buf + off, &v, sizeof(v));
+}
+
+static void test_debug_offsets(void)
+{
+	const struct py_version *v = py_version__find(3, 13);
+	const struct py_offsets *t;
+	static uint8_t buf[4096];
+	struct py_offsets out;
+	char why[96];
+	int changed;
+
+	CHECK(v && v->off.dbg_size && v->off.dbg_size <= sizeof(buf));
+	if (!v)
+		return;
+	t = &v->off;
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, "xdebugpy", 8);
+	put64(buf, t->dbg_version, 0x030d00f0); /* 3.13.0 final */
+	/* each section's size: larger than any offset in it */
+	put64(buf, t->dbg_runtime_size, 1 << 16);
+	put64(buf, t->dbg_interp_size, 1 << 16);
+	put64(buf, t->dbg_tstate_size, 1 << 16);
+	put64(buf, t->dbg_frame_size, 1 << 16);
+	put64(buf, t->dbg_code_size, 1 << 16);
+	put64(buf, t->dbg_str_size, 1 << 16);
+	put64(buf, t->dbg_bytes_size, 1 << 16);
+	put64(buf, t->dbg_runtime_interp_head, t->runtime_interp_head);
+	put64(buf, t->dbg_interp_next, t->interp_next);
+	put64(buf, t->dbg_interp_threads_head, t->interp_threads_head);
+	put64(buf, t->dbg_interp_modules, t->interp_modules);
+	put64(buf, t->dbg_tstate_next, t->tstate_next);
+	put64(buf, t->dbg_tstate_frame, t->tstate_frame);
+	put64(buf, t->dbg_tstate_thread_id, t->tstate_thread_id);
+	put64(buf, t->dbg_tstate_native_thread_id, t->tstate_native_thread_id);
+	put64(buf, t->dbg_frame_previous, t->frame_previous);
+	put64(buf, t->dbg_frame_code, t->frame_code);
+	put64(buf, t->dbg_frame_prev_instr, t->frame_prev_instr);
+	put64(buf, t->dbg_frame_owner, t->frame_owner);
+	put64(buf, t->dbg_code_filename, t->code_filename);
+	put64(buf, t->dbg_code_name, t->code_name);
+	put64(buf, t->dbg_code_qualname, t->code_qualname);
+	put64(buf, t->dbg_code_linetable, t->code_linetable);
+	put64(buf, t->dbg_code_firstlineno, t->code_firstlineno);
+	put64(buf, t->dbg_code_adaptive, t->code_adaptive);
+	put64(buf, t->dbg_str_state, t->str_state);
+	put64(buf, t->dbg_str_length, t->str_length);
+	put64(buf, t->dbg_str_ascii_data, t->str_ascii_data);
+	put64(buf, t->dbg_var_size, t->var_size);
+	put64(buf, t->dbg_bytes_data, t->bytes_data);
+	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,
+				     sizeof(why)) == 0 && changed == 0);
+	CHECK(!memcmp(&out, t, sizeof(out)));
+	/* a build whose thread state differs: its own offset wins, the rest stays */
+	put64(buf, t->dbg_tstate_native_thread_id, t->tstate_native_thread_id + 8);
+	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,
+				     sizeof(why)) == 0 && changed == 1);
+	CHECK(out.tstate_native_thread_id == t->tstate_native_thread_id + 8 &&
+	      out.frame_code == t->frame_code && out.str_kind_mask == t->str_kind_mask);
+	/* another version's, a free-threaded build's, an offset past its struct, no cookie */
+	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 14, t, &out, &changed, why,
+				     sizeof(why)) == -EINVAL);
+	put64(buf, t->dbg_free_threaded, 1);
+	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,
+				     sizeof(why)) == -ENOEXEC && strstr(why, "free-threaded"));
+	put64(buf, t->dbg_free_threaded, 0);
+	put64(buf, t->dbg_frame_owner, 1 << 16);
+	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,
+				     sizeof(why)) == -EINVAL && !memcmp(&out, t, sizeof(out)));
+	buf[0] = 'X';
+	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,
+				     sizeof(why)) == -ENOENT && strstr(why, "cookie"));
 }
 
 static void test_usdt_args(void)
@@ -357,6 +467,8 @@ int main(void)
 	RUN(test_interpreter_waits);
 	RUN(test_truncated_read);
 	RUN(test_offsets);
+	RUN(test_lnotab);
+	RUN(test_debug_offsets);
 	RUN(test_code_names_never_borrowed);
 	RUN(test_usdt_args);
 	RUN(test_usdt_python);

@@ -141,7 +141,8 @@ static void read_code(struct py_code *code, const struct py_offsets *off)
 		code->filename = xstrdup("?");
 	if (!py_mem__read(code->pid, code->addr + off->code_firstlineno, &line, sizeof(line)))
 		code->firstlineno = line;
-	code->code_start = code->addr + off->code_adaptive;
+	code->line_format = off->line_format;
+	code->code_start = off->line_format == 3 ? code->addr + off->code_adaptive : 0;
 	code->unit_size = off->code_unit_size ? off->code_unit_size : 2;
 	if (py_mem__read(code->pid, code->addr + off->code_linetable, &p, sizeof(p)) ||
 	    py_mem__read(code->pid, p + off->var_size, &n, sizeof(n)) || n <= 0 ||
@@ -276,9 +277,56 @@ int py_linetable__line(const uint8_t *tab, size_t len, int firstlineno, uint64_t
 	return -1;
 }
 
+/* CPython 3.8's PyCode_Addr2Line: (address delta, signed line delta) byte pairs; a line
+ * delta counts from the first address past the pair's. */
+int py_lnotab__line(const uint8_t *tab, size_t len, int firstlineno, uint64_t offset)
+{
+	int64_t line = firstlineno;
+	uint64_t addr = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		addr += tab[i];
+		if (addr > offset)
+			break;
+		line += (int8_t)tab[i + 1];
+	}
+	return line < 0 || line > INT_MAX ? -1 : (int)line;
+}
+
+/* CPython 3.10's co_linetable (Objects/lnotab_notes.txt): (range length, signed line delta)
+ * byte pairs, the delta giving the range's own line; -128: the range has none. */
+int py_linetable310__line(const uint8_t *tab, size_t len, int firstlineno, uint64_t offset)
+{
+	int64_t line = firstlineno;
+	uint64_t start = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		uint64_t end = start + tab[i];
+		int8_t delta = (int8_t)tab[i + 1];
+
+		if (delta != -128)
+			line += delta;
+		if (offset >= start && offset < end)
+			return delta == -128 || line < 0 || line > INT_MAX ? -1 : (int)line;
+		start = end;
+	}
+	return -1;
+}
+
 int py_code__line(const struct py_code *code, uint64_t instr)
 {
-	if (!code->linetable || instr < code->code_start)
+	int32_t lasti = (int32_t)instr; /* before 3.11: f_lasti, an int (f_lineno beside it) */
+
+	if (!code->linetable)
+		return -1;
+	if (code->line_format == 1)
+		return lasti < 0 ? -1 : py_lnotab__line(code->linetable, code->linetable_len,
+							 code->firstlineno, lasti);
+	if (code->line_format == 2)
+		return lasti < 0 ? -1 : py_linetable310__line(code->linetable, code->linetable_len,
+							       code->firstlineno,
+							       (uint64_t)lasti * code->unit_size);
+	if (instr < code->code_start)
 		return -1;
 	return py_linetable__line(code->linetable, code->linetable_len, code->firstlineno,
 				  (instr - code->code_start) / code->unit_size);

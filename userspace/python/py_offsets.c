@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: MIT
 #include "python/py_offsets.h"
 
-#include "py_offsets_table.h"
-
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Committed, generated tables (mk/python.mk): every build reads every version. */
+static const struct py_version py_versions[] = {
+#include "python/offsets/3.8.inc"
+#include "python/offsets/3.9.inc"
+#include "python/offsets/3.10.inc"
+#include "python/offsets/3.11.inc"
+#include "python/offsets/3.12.inc"
+#include "python/offsets/3.13.inc"
+	{ 0 } /* end */
+};
 
 const struct py_version *py_version__find(int major, int minor)
 {
@@ -25,23 +34,36 @@ const char *py_version__supported(void)
 	for (const struct py_version *v = py_versions; v->major && n < sizeof(buf); v++)
 		n += snprintf(buf + n, sizeof(buf) - n, "%s%d.%d", n ? ", " : "", v->major,
 			      v->minor);
-	return buf[0] ? buf : "none (built without python3.N-dev headers)";
+	return buf;
 }
 
-/* The BPF side reads a frame's fields, and a name's length and first bytes, each in one read
- * of a few words (bpf/python.bpf.c): they must lie that close, word-aligned. */
-static bool in_window(uint32_t base, uint32_t off, uint32_t words)
+static uint32_t min4(uint32_t a, uint32_t b, uint32_t c, uint32_t d)
 {
-	return off >= base && off - base < 8 * words && (off - base) % 8 == 0;
+	uint32_t m = a < b ? a : b;
+
+	m = m < c ? m : c;
+	return m < d ? m : d;
 }
 
-int py_version__bpf_cfg(const struct py_version *v, uint64_t runtime, struct py_proc_cfg *cfg)
+/* The BPF side reads a frame's fields in one read of PY_FRAME_READ bytes at most, and a name's
+ * length and first bytes in one read of 5 words (bpf/python.bpf.c): they must lie that close,
+ * the words word-aligned from the read's start. */
+int py_version__bpf_cfg(const struct py_offsets *o, uint64_t runtime, struct py_proc_cfg *cfg)
 {
-	const struct py_offsets *o = &v->off;
+	uint32_t base = min4(o->frame_code, o->frame_previous, o->frame_prev_instr, o->frame_owner);
+	uint32_t end = o->frame_owner + 1;
 
-	if (!in_window(o->frame_code, o->frame_previous, 4) ||
-	    !in_window(o->frame_code, o->frame_prev_instr, 4) ||
-	    !in_window(o->str_length, o->str_ascii_data, 5))
+	if (o->frame_code + 8 > end)
+		end = o->frame_code + 8;
+	if (o->frame_previous + 8 > end)
+		end = o->frame_previous + 8;
+	if (o->frame_prev_instr + 8 > end)
+		end = o->frame_prev_instr + 8;
+	end = (end + 7) & ~7u;
+	if (end - base > PY_FRAME_READ || (o->frame_code - base) % 8 ||
+	    (o->frame_previous - base) % 8 || (o->frame_prev_instr - base) % 8 ||
+	    o->str_ascii_data < o->str_length || o->str_ascii_data - o->str_length >= 40 ||
+	    (o->str_ascii_data - o->str_length) % 8)
 		return -ENOTSUP;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->runtime = runtime;
@@ -49,14 +71,21 @@ int py_version__bpf_cfg(const struct py_version *v, uint64_t runtime, struct py_
 	cfg->interp_next = o->interp_next;
 	cfg->interp_threads_head = o->interp_threads_head;
 	cfg->tstate_next = o->tstate_next;
-	cfg->tstate_native_thread_id = o->tstate_native_thread_id;
-	cfg->tstate_cframe = o->tstate_cframe;
+	cfg->tstate_match = o->tstate_by_pthread ? o->tstate_thread_id : o->tstate_native_thread_id;
+	cfg->tstate_frame = o->tstate_frame;
 	cfg->cframe_current_frame = o->cframe_current_frame;
-	cfg->frame_code = o->frame_code;
-	cfg->frame_previous = o->frame_previous;
-	cfg->frame_prev_instr = o->frame_prev_instr;
+	cfg->frame_base = base;
+	cfg->frame_read = end - base;
+	cfg->frame_code = o->frame_code - base;
+	cfg->frame_previous = o->frame_previous - base;
+	cfg->frame_prev_instr = o->frame_prev_instr - base;
+	cfg->frame_owner = o->frame_owner - base;
+	cfg->owner_cstack = o->frame_owner_cstack;
 	cfg->code_qualname = o->code_qualname;
 	cfg->str_length = o->str_length;
 	cfg->str_ascii_data = o->str_ascii_data;
+	cfg->flags = (o->tstate_by_pthread ? PY_CFG_PTHREAD : 0) |
+		     (o->has_cframe ? PY_CFG_CFRAME : 0) |
+		     (o->frame_owner_cstack < 256 ? PY_CFG_OWNER : 0);
 	return 0;
 }

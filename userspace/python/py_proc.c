@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "python/py_proc.h"
+#include "python/py_debug_offsets.h"
 #include "elf/elf_datasym.h"
 
 #include <errno.h>
@@ -91,7 +92,47 @@ int py_proc__detect(int pid, struct py_proc *p)
 			ret = -ENOENT; /* unreadable or not ELF: keep looking */
 	}
 	fclose(f);
-	if (!ret)
-		p->ver = py_version__find(p->major, p->minor);
-	return ret;
+	if (ret)
+		return ret;
+	p->ver = py_version__find(p->major, p->minor);
+	if (!p->ver) {
+		char cookie[8];
+
+		/* a newer one's debug offsets: their layout changes with the version (3.14's is
+		 * not 3.13's), so they cannot be read without its table */
+		if (!py_mem__read(pid, p->runtime, cookie, sizeof(cookie)) &&
+		    !memcmp(cookie, "xdebugpy", 8))
+			snprintf(p->dbg_why, sizeof(p->dbg_why),
+				 "its _Py_DebugOffsets are laid out as in %d.%d, unknown to this "
+				 "build", p->major, p->minor);
+		return 0;
+	}
+	p->off = p->ver->off;
+	p->from = PY_OFF_TABLE;
+	if (p->ver->off.dbg_size) {
+		ret = py_debug_offsets__read(pid, p->runtime, p->major, p->minor, &p->ver->off,
+					     &p->off, &p->dbg_changed, p->dbg_why,
+					     sizeof(p->dbg_why));
+		if (!ret)
+			p->from = PY_OFF_DEBUG;
+		else if (ret == -ENOEXEC)
+			p->from = PY_OFF_NONE;
+	}
+	return 0;
+}
+
+const char *py_proc__offsets_from(const struct py_proc *p, char *buf, size_t len)
+{
+	if (p->from == PY_OFF_DEBUG)
+		snprintf(buf, len, "its own _Py_DebugOffsets (%d field%s differ from the build's "
+				   "%d.%d table)",
+			 p->dbg_changed, p->dbg_changed == 1 ? "" : "s", p->major, p->minor);
+	else if (p->from == PY_OFF_TABLE && p->dbg_why[0])
+		snprintf(buf, len, "the build's %d.%d table (debug offsets not used: %s)", p->major,
+			 p->minor, p->dbg_why);
+	else if (p->from == PY_OFF_TABLE)
+		snprintf(buf, len, "the build's %d.%d table", p->major, p->minor);
+	else
+		snprintf(buf, len, "nothing (no table for %d.%d)", p->major, p->minor);
+	return buf;
 }

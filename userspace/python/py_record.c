@@ -153,6 +153,7 @@ void py_record__print(const struct py_record *p, FILE *f, const uint64_t *c, uin
 	if (cpu_ns)
 		fprintf(f, " (%.2f%% of the targets' CPU time)", 100.0 * c[CNT_PY_NS] / cpu_ns);
 	fprintf(f, "\n");
+	py_session__describe(p->session, f);
 	if (partial || c[CNT_LOST_PY])
 		fprintf(f, "python: %" PRIu64 " reads too deep or unreadable, %" PRIu64
 			   " lost (ring buffer full)\n",
@@ -163,7 +164,7 @@ void py_record__add_json(const struct py_record *p, struct cJSON *meta, const ui
 {
 	uint64_t spans = 0, reads = 0, partial = 0;
 	size_t procs = 0;
-	cJSON *o = cJSON_AddObjectToObject(meta, "python");
+	cJSON *o = cJSON_AddObjectToObject(meta, "python"), *interps;
 
 	cJSON_AddBoolToObject(o, "enabled", p->enabled);
 	cJSON_AddNumberToObject(o, "tick_hz", p->hz);
@@ -175,6 +176,9 @@ void py_record__add_json(const struct py_record *p, struct cJSON *meta, const ui
 	cJSON_AddNumberToObject(o, "reads_changed", c[CNT_PY_READS]);
 	cJSON_AddNumberToObject(o, "reads_partial", partial);
 	cJSON_AddNumberToObject(o, "read_ns", c[CNT_PY_NS]);
+	interps = cJSON_AddArrayToObject(o, "interpreters");
+	if (p->session)
+		py_session__add_json(p->session, interps);
 }
 
 void py_record__free(struct py_record *p)

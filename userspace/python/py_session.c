@@ -8,6 +8,7 @@
 #include "trace/trace_writer.h"
 #include "util/util.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,7 @@ static uint64_t on_opened(void *ctx, int pid, const struct py_frame *f)
 	struct py_session *s = ctx;
 	const struct py_proc *p = proc_of(s, pid);
 
-	return p ? (uintptr_t)py_codes__get(s->codes, pid, &p->ver->off, f->code, f->name,
+	return p ? (uintptr_t)py_codes__get(s->codes, pid, &p->off, f->code, f->name,
 						    f->name_fp)
 		 : 0;
 }
@@ -121,11 +122,12 @@ int py_session__add_pid(struct py_session *s, int pid, struct py_proc_cfg *cfg)
 		return 0;
 	if (ret)
 		return ret;
-	if (!p.ver || py_version__bpf_cfg(p.ver, p.runtime, cfg)) {
+	if (p.from == PY_OFF_NONE || py_version__bpf_cfg(&p.off, p.runtime, cfg)) {
 		if (!s->warned)
 			pr_warn("pid %d runs CPython %d.%d (%s): no Python frames, this build reads "
-				"CPython %s only",
-				pid, p.major, p.minor, p.object, py_version__supported());
+				"CPython %s only%s%s",
+				pid, p.major, p.minor, p.object, py_version__supported(),
+				p.dbg_why[0] ? "; " : "", p.dbg_why);
 		s->warned = true;
 		return -ENOTSUP;
 	}
@@ -215,6 +217,55 @@ void py_session__refresh_names(struct py_session *s)
 void py_session__finish(struct py_session *s, uint64_t ts)
 {
 	py_spans__close_all(s->spans, 0, ts);
+}
+
+static bool same_interp(const struct py_proc *a, const struct py_proc *b)
+{
+	return a->major == b->major && a->minor == b->minor && a->from == b->from &&
+	       a->dbg_changed == b->dbg_changed && !strcmp(a->object, b->object);
+}
+
+void py_session__describe(const struct py_session *s, FILE *f)
+{
+	char from[200];
+
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct py_proc *p = &s->procs[i];
+		size_t n = 0, j;
+
+		for (j = 0; j < i && !same_interp(&s->procs[j], p); j++)
+			;
+		if (j < i)
+			continue; /* told with the first process that runs it */
+		for (j = i; j < s->nprocs; j++)
+			n += same_interp(&s->procs[j], p);
+		if (n == 1)
+			fprintf(f, "python: pid %d runs", p->pid);
+		else
+			fprintf(f, "python: %zu processes (pid %d, ...) run", n, p->pid);
+		fprintf(f, " CPython %d.%d (%s); frames read with %s%s%s\n", p->major, p->minor,
+			p->object, py_proc__offsets_from(p, from, sizeof(from)),
+			p->off.has_qualname ? "" : "; functions named by co_name (no co_qualname "
+						   "before 3.11)",
+			p->off.has_thread_names ? "" : "; thread names not read (before 3.11)");
+	}
+}
+
+void py_session__add_json(const struct py_session *s, struct cJSON *array)
+{
+	char version[16];
+
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct py_proc *p = &s->procs[i];
+		cJSON *o = cJSON_CreateObject();
+
+		snprintf(version, sizeof(version), "%d.%d", p->major, p->minor);
+		cJSON_AddNumberToObject(o, "pid", p->pid);
+		cJSON_AddStringToObject(o, "version", version);
+		cJSON_AddStringToObject(o, "object", p->object);
+		cJSON_AddStringToObject(o, "offsets", p->from == PY_OFF_DEBUG ? "debug" : "table");
+		cJSON_AddItemToArray(array, o);
+	}
 }
 
 void py_session__stats(const struct py_session *s, size_t *procs, uint64_t *spans,

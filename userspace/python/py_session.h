@@ -11,6 +11,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+struct cJSON;
 
 /* The on-CPU tick's default rate: a stage function of a few milliseconds is caught by several
  * ticks, for about 0.3% of a Python thread's CPU (bench/bench.py measures it). */
@@ -58,6 +61,13 @@ void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts
 void py_session__refresh_names(struct py_session *s);
 /* Recording stopped at ts: open frames end there, incomplete. */
 void py_session__finish(struct py_session *s, uint64_t ts);
+
+/* For the summary: one line per interpreter the traced processes run (its version, the object
+ * defining it) saying what their frames were read with. */
+void py_session__describe(const struct py_session *s, FILE *f);
+
+/* For the metadata: {pid, version, object, offsets: "table" or "debug"} per process read. */
+void py_session__add_json(const struct py_session *s, struct cJSON *array);
 
 /* For the summary: processes read, spans written, reads left out (truncated or faulted). */
 void py_session__stats(const struct py_session *s, size_t *procs, uint64_t *spans,

@@ -55,7 +55,7 @@ static void entry(const struct reader *r, uint64_t keys, uint64_t values, uint64
 		*value = ptr(r, entries + i * o->entry_size + o->entry_value);
 	}
 	if (values)
-		*value = ptr(r, values + i * sizeof(uint64_t));
+		*value = ptr(r, values + r->o->values_values + i * sizeof(uint64_t));
 }
 
 static int64_t nentries(const struct reader *r, uint64_t keys)
@@ -83,8 +83,41 @@ static uint64_t dict_get(const struct reader *r, uint64_t dict, const char *name
 	return 0;
 }
 
-/* obj.name for an instance of a class (3.11 keeps its attributes as "managed" values before
- * the object, keyed by the class's shared keys, or in a dict there once materialized). */
+/* An instance's attributes: the values of its class's shared keys (values), or its own dict
+ * (dict). 3.11 keeps a pointer to each before the object header; 3.12 one word there, the values
+ * tagged with the low bit; 3.13 the values inline after the header while they are valid, else
+ * a dict before it. */
+static void managed(const struct reader *r, uint64_t obj, uint64_t flags, uint64_t *values,
+		    uint64_t *dict)
+{
+	const struct py_offsets *o = r->o;
+	uint64_t w;
+
+	*values = *dict = 0;
+	switch (o->managed_layout) {
+	case 1:
+		*values = ptr(r, obj - o->managed_values_before);
+		if (!*values)
+			*dict = ptr(r, obj - o->managed_dict_before);
+		break;
+	case 2:
+		w = ptr(r, obj - o->managed_dict_before);
+		if (w & 1)
+			*values = w + 1; /* _PyDictOrValues_GetValues */
+		else
+			*dict = w;
+		break;
+	case 3:
+		if ((flags & o->type_inline_values_flag) &&
+		    byte(r, obj + o->inline_values + o->values_valid))
+			*values = obj + o->inline_values;
+		else
+			*dict = ptr(r, obj - o->managed_dict_before);
+		break;
+	}
+}
+
+/* obj.name for an instance of a class with a managed dict. */
 static uint64_t attr(const struct reader *r, uint64_t obj, const char *name)
 {
 	const struct py_offsets *o = r->o;
@@ -94,7 +127,7 @@ static uint64_t attr(const struct reader *r, uint64_t obj, const char *name)
 
 	if (!(flags & o->type_managed_dict_flag))
 		return 0;
-	values = ptr(r, obj - o->managed_values_before);
+	managed(r, obj, flags, &values, &dict);
 	if (values) {
 		keys = ptr(r, type + o->type_ht_cached_keys);
 		n = nentries(r, keys);
@@ -107,7 +140,6 @@ static uint64_t attr(const struct reader *r, uint64_t obj, const char *name)
 		}
 		return 0;
 	}
-	dict = ptr(r, obj - o->managed_dict_before);
 	return dict ? dict_get(r, dict, name) : 0;
 }
 
@@ -118,7 +150,8 @@ static bool long_value(const struct reader *r, uint64_t obj, uint64_t *out)
 	uint32_t digits[3] = { 0 };
 	int64_t size = 0;
 
-	if (py_mem__read(r->pid, obj + o->var_size, &size, sizeof(size)) || size < 0 || size > 3 ||
+	if (py_mem__read(r->pid, obj + o->long_size, &size, sizeof(size)) ||
+	    (size >>= o->long_size_shift) < 0 || size > 3 ||
 	    (size && py_mem__read(r->pid, obj + o->long_digits, digits, size * sizeof(uint32_t))))
 		return false;
 	*out = 0;
@@ -129,14 +162,16 @@ static bool long_value(const struct reader *r, uint64_t obj, uint64_t *out)
 
 int py_threads__names(const struct py_proc *p, py_thread_name_fn fn, void *ctx)
 {
-	struct reader r = { .pid = p->pid, .o = &p->ver->off };
+	struct reader r = { .pid = p->pid, .o = &p->off };
 	const struct py_offsets *o = r.o;
 	uint64_t interp, threading, active, keys, ts, idents[MAX_THREADS], tids[MAX_THREADS];
 	int nthreads = 0, named = 0;
 	int64_t n;
 
-	if (!fn || !p->ver)
+	if (!fn || p->from == PY_OFF_NONE)
 		return -EINVAL;
+	if (!o->has_thread_names)
+		return -ENOTSUP; /* before 3.11: the dict layout is not in the installed headers */
 	interp = ptr(&r, p->runtime + o->runtime_interp_head);
 	threading = dict_get(&r, ptr(&r, interp + o->interp_modules), "threading");
 	if (!threading)
