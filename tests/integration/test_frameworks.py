@@ -273,7 +273,7 @@ def test_gstreamer_decoder_spans(tmp):
         by_name[e["name"]].append(e)
     assert 100 < len(by_name["theoradec0"]) <= 600, len(by_name["theoradec0"])
     assert {e["cat"] for e in by_name["theoradec0"]} == {"decode"}
-    assert {e["cat"] for e in by_name["theoraenc0"]} == {"operator"}
+    assert {e["cat"] for e in by_name["theoraenc0"]} == {"encode"}
     row = next(l for l in err.splitlines() if l.endswith("  theoradec0")).split()
     assert row[-2] == "decode", row
 
@@ -324,7 +324,7 @@ def test_gstreamer_by_pid(tmp):
     by_name = collections.defaultdict(list)
     for e in spans(trace):
         by_name[e["name"]].append(e)
-    for element, cat in (("theoraenc0", "operator"), ("theoradec0", "decode"),
+    for element, cat in (("theoraenc0", "encode"), ("theoradec0", "decode"),
                          ("queue0", "queue"), ("fakesink0", "operator")):
         assert len(by_name[element]) > 20, (element, len(by_name[element]), list(by_name))
         assert {e["cat"] for e in by_name[element]} == {cat}, element
@@ -334,7 +334,7 @@ def test_gstreamer_by_pid(tmp):
     # the summary's span table says which is which
     rows = {l.split()[-1]: l.split()[-2] for l in err.splitlines()
             if l.split() and l.split()[-1] in ("theoradec0", "queue0", "theoraenc0")}
-    assert rows == {"theoradec0": "decode", "queue0": "queue", "theoraenc0": "operator"}, rows
+    assert rows == {"theoradec0": "decode", "queue0": "queue", "theoraenc0": "encode"}, rows
 
 
 def test_follow_takes_in_existing_workers(tmp):
