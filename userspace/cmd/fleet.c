@@ -3,7 +3,7 @@
  * computed by the server (counts, sums, quantiles, the bottleneck vote); only the aggregates
  * come back: per recording its verdict and stage shares, per span name and host p50/p99, and
  * the bottleneck of each group of hosts. Tables are read with FINAL: a batch sent twice counts
- * once (doc/clickhouse.md). */
+ * once (doc/clickhouse.md). GLOBAL IN: the top names are found once, over every shard. */
 #include "cmd/commands.h"
 #include "store/clickhouse.h"
 #include "util/util.h"
@@ -287,7 +287,7 @@ int cmd_fleet(int argc, char **argv)
 	snprintf(sql, sizeof(sql),
 		 "SELECT name, host, count() AS count, sum(dur_ns) AS total_ns, "
 		 "quantile(0.5)(dur_ns) AS p50, quantile(0.99)(dur_ns) AS p99 "
-		 "FROM tracer_spans FINAL WHERE %s AND name IN (SELECT name FROM tracer_spans FINAL "
+		 "FROM tracer_spans FINAL WHERE %s AND name GLOBAL IN (SELECT name FROM tracer_spans FINAL "
 		 "WHERE %s GROUP BY name ORDER BY sum(dur_ns) DESC LIMIT %d) "
 		 "GROUP BY name, host ORDER BY name, host",
 		 cond, cond, TOP_NAMES);

@@ -192,7 +192,11 @@ int ch__query(struct ch_conn *c, const char *sql, const char *body, size_t len,
 	int ret = 0;
 
 	b->len = 0;
-	if (!q || !db || asprintf(&url, "%s?database=%s&query=%s", c->base, db, q) < 0) {
+	/* insert_distributed_sync: an INSERT into a Distributed table answers once every shard
+	 * has its rows, so a batch that succeeded is on its shard, not in a local queue */
+	if (!q || !db ||
+	    asprintf(&url, "%s?database=%s&insert_distributed_sync=1&query=%s", c->base, db, q) <
+		    0) {
 		snprintf(err, errlen, "out of memory");
 		ret = -ENOMEM;
 		goto out;
