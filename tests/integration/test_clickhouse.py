@@ -135,6 +135,22 @@ def test_push_has_the_spans_of_the_file(tmp):
 
 
 @lib.offline
+def test_python_caller_and_args(tmp):
+    s = Server(tmp, "ch").start()
+    path = os.path.join(tmp, "py.json")
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n'
+                '{"ph":"M","name":"thread_name","pid":7,"tid":8,"args":{"name":"worker-0"}},\n'
+                '{"ph":"X","name":"read","cat":"io","ts":5.000,"dur":2.500,"pid":7,"tid":8,'
+                '"args":{"py":"Loader.__next__","py_line":"loader.py:42","fd":3}}\n]}\n')
+    push(path, "--to", s.url(), "--host", "h")
+    assert s.rows("SELECT thread, name, category, start_ns, dur_ns, py_caller, args "
+                  "FROM tracer_spans FINAL") == [[
+        "worker-0", "read", "io", "5000", "2500", "Loader.__next__ (loader.py:42)",
+        '{"py":"Loader.__next__","py_line":"loader.py:42","fd":3}']]
+
+
+@lib.offline
 def test_resent_batches_count_once(tmp):
     s = Server(tmp, "ch").start()
     path = golden("pipeline.json")

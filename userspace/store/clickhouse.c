@@ -264,7 +264,7 @@ static const struct {
 	{ "tracer_spans",
 	  "recording_id String, seq UInt32, row UInt32, host String, pid Int64, tid Int64, "
 	  "thread String, process String, name String, category String, start_ns Int64, "
-	  "dur_ns Int64, depth UInt16, args String, py_caller String",
+	  "dur_ns Int64, args String, py_caller String",
 	  "host, name, recording_id, seq, row", "" },
 	{ "tracer_states",
 	  "recording_id String, seq UInt32, row UInt32, host String, pid Int64, tid Int64, "

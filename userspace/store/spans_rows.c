@@ -197,16 +197,24 @@ static int row_end(struct batcher *x)
 	return ++x->n >= x->max ? flush(x) : 0;
 }
 
-/* Python's caller of a span, if the args say it (py_spans.c writes "caller"). */
+/* The Python function that made a native span, as the recorder writes it in its args
+ * ("py": qualname, "py_line": file:line; python/py_session.c): "qualname (file:line)". */
 static void py_caller(const struct trace_event *ev, struct sbuf *b)
 {
 	cJSON *o = ev->args_at.len ? cJSON_ParseWithLength(ev->text + ev->args_at.off,
 							   ev->args_at.len)
 				   : NULL;
-	cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "caller");
-	const char *s = cJSON_IsString(c) ? c->valuestring : "";
+	cJSON *py = cJSON_GetObjectItemCaseSensitive(o, "py");
+	cJSON *line = cJSON_GetObjectItemCaseSensitive(o, "py_line");
+	char *s = NULL;
 
-	sb_str(b, "\"py_caller\"", s, strlen(s));
+	if (cJSON_IsString(py) &&
+	    asprintf(&s, "%s%s%s%s", py->valuestring, cJSON_IsString(line) ? " (" : "",
+		     cJSON_IsString(line) ? line->valuestring : "",
+		     cJSON_IsString(line) ? ")" : "") < 0)
+		s = NULL;
+	sb_str(b, "\"py_caller\"", s ? s : "", s ? strlen(s) : 0);
+	free(s);
 	cJSON_Delete(o);
 }
 
