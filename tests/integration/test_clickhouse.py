@@ -274,6 +274,30 @@ def test_bad_destinations_fail_with_one_line(tmp):
                                timeout=60, env=env if "default@" in url else None)
             assert p.returncode != 0, (cmd, p.stderr)
             lines = p.stderr.splitlines()
-            assert len(lines) == 1 and says in lines[0], (cmd, p.stderr)
+            assert len(lines) == 1 and lines[0].startswith("tracer: ") and says in lines[0], (
+                cmd, p.stderr)
             assert "hunter2" not in p.stderr and "pw-in-url" not in p.stderr, p.stderr
     assert s.query("EXISTS TABLE tracer_spans").strip() == "0"
+    for args, says in [(["push", golden("host-a.json")], "--to"),
+                       (["push", "--to", s.url()], "no trace given"),
+                       (["fleet", "--from", s.url(), "--since", "soon"], "--since"),
+                       (["push", golden("host-a.json"), "--to", s.url(), "--batch", "0"],
+                        "--batch")]:
+        p = subprocess.run([lib.TRACER, *args], capture_output=True, text=True, timeout=60)
+        lines = p.stderr.splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and says in lines[0], (args, p.stderr)
+
+
+@lib.offline
+def test_the_doc_queries_run(tmp):
+    """doc/clickhouse.md's example queries, on the tables push made: they parse and answer."""
+    s = Server(tmp, "ch").start()
+    for path, host in three_hosts(tmp):
+        push(path, "--to", s.url(), "--host", host)
+    with open(os.path.join(lib.ROOT, "doc", "clickhouse.md")) as f:
+        block = f.read().split("## Example queries")[1].split("```sql")[1].split("```")[0]
+    queries = [q.strip() for q in block.split(";") if q.strip()]
+    assert len(queries) >= 5, queries
+    answers = [s.query(q) for q in queries]
+    assert "resize[*]\t['node-3']\t1" in answers[1], answers[1]
+    assert "node-1\t" in answers[2] and answers[3], answers
