@@ -131,15 +131,20 @@ static int parse_url(struct ch_conn *c, const char *url, char *err, size_t errle
 	return 0;
 }
 
+int ch__parse(struct ch_conn *c, const char *url, char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->timeout_s = 60;
+	return parse_url(c, url, err, errlen);
+}
+
 int ch__open(struct ch_conn *c, const char *url, char *err, size_t errlen)
 {
 	const char *env = getenv("TRACER_CLICKHOUSE_PASSWORD");
 	struct ch_buf out = { 0 };
 	int ret;
 
-	memset(c, 0, sizeof(*c));
-	c->timeout_s = 60;
-	ret = parse_url(c, url, err, errlen);
+	ret = ch__parse(c, url, err, errlen);
 	if (ret)
 		return ret;
 	if (!c->password && env)
