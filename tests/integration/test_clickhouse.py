@@ -5,6 +5,7 @@ cut file loads, fleet names the host whose verdict differs, two servers as two s
 Distributed table, and every bad --to fails with one line."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -301,3 +302,31 @@ def test_the_doc_queries_run(tmp):
     answers = [s.query(q) for q in queries]
     assert "resize[*]\t['node-3']\t1" in answers[1], answers[1]
     assert "node-1\t" in answers[2] and answers[3], answers
+
+
+def test_record_to_pushes_the_file_when_written(tmp):
+    """record --to: the file is pushed once written (the network is not on the recording's
+    path); with the server down the recording still succeeds and says how to push later."""
+    s = Server(tmp, "ch").start()
+    out = os.path.join(tmp, "run.json")
+    pl, pid = lib.start_pipeline("--forever")
+    lib.sigusr1(pid)  # it runs until SIGINT
+    rc, err = lib.run_tracer("-p", pid, "-P", "pipeline", "-d", "1.5", "-o", out, "--to", s.url())
+    assert rc == 0, err
+    assert "pushed recording" in err, err
+    want = durations_exact(out)
+    assert sum(n for n, _ in want.values()) > 10, want
+    assert stored_spans(s) == want
+    assert int(s.query("SELECT count() FROM tracer_states FINAL")) > 0
+    # nobody listening: the recording is written all the same, one line says what to do
+    out2 = os.path.join(tmp, "run2.json")
+    rc, err = lib.run_tracer("-p", pid, "-P", "pipeline", "-d", "1", "-o", out2, "--to",
+                             f"clickhouse://127.0.0.1:{free_port()}/default")
+    assert rc == 0, err
+    lines = [l for l in err.splitlines() if "cannot connect" in l]
+    assert len(lines) == 1 and f"the recording is in {out2}" in lines[0], err
+    assert sum(n for n, _ in durations_exact(out2).values()) > 10
+    pl.send_signal(signal.SIGINT)
+    lib.wait_exit(pl)
+    rc, err = lib.run_tracer("-p", "1", "-o", "-", "--to", s.url())
+    assert rc == 2 and "--to pushes the trace file" in err, err

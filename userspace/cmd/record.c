@@ -4,6 +4,7 @@
 #include "record/budget.h"
 #include "record/record.h"
 #include "python/py_session.h"
+#include "store/push.h"
 #include "util/util.h"
 
 #include <getopt.h>
@@ -36,6 +37,9 @@ static const char usage_text[] =
 	"  -d, --duration DUR       stop after DUR (seconds, or with a unit: 500ms, 2m)\n"
 	"  -o, --output FILE        output file (default tracer-COMM-PID-TIME.json); .gz compresses;\n"
 	"                           - is standard output; a previous FILE is kept as FILE.old\n"
+	"      --to URL             when the file is written, push it to ClickHouse (tracer push;\n"
+	"                           clickhouse://[USER@]HOST[:PORT]/DB); if that fails the file\n"
+	"                           stays, for tracer push later\n"
 	"      --min-dur DUR        keep only spans at least this long (microseconds, or 50us,\n"
 	"                           2ms); shorter calls are counted, not recorded\n"
 	"      --no-sched           do not record scheduler states\n"
@@ -131,6 +135,7 @@ enum record_option {
 	OPT_NO_PYTHON,
 	OPT_NO_PACK,
 	OPT_PY_RATE,
+	OPT_TO,
 };
 
 /* One option of tracer's own (record) command line: 0, or 2 after a usage error. */
@@ -239,6 +244,11 @@ static int record_option(int c, struct record_opts *o, char **argv)
 		return 0;
 	case OPT_NO_PACK:
 		return add_no_packs(o, optarg);
+	case OPT_TO:
+		if (push__check_url(optarg, err, sizeof(err)))
+			return usage_error(NULL, "--to: %s", err);
+		o->to = optarg;
+		return 0;
 	case OPT_PY_RATE:
 		if (parse_long(optarg, 1, 10000, &hz))
 			return usage_error(NULL, "bad --py-rate '%s': want 1 to 10000 (Hz)", optarg);
@@ -289,6 +299,8 @@ static int check_target(int argc, char **argv, struct record_opts *o)
 					 "--follow or command with it");
 	if (!o->npids && !o->cmd && !o->system_wide)
 		return usage_error(NULL, "%s", "no target: give -p PID, -- COMMAND to launch one, or -a");
+	if (o->to && ((o->output && !strcmp(o->output, "-")) || (o->top && !o->output)))
+		return usage_error(NULL, "%s", "--to pushes the trace file: give -o FILE (not -)");
 	return 0;
 }
 
@@ -312,6 +324,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "no-pack", required_argument, NULL, OPT_NO_PACK },
 		{ "py-rate", required_argument, NULL, OPT_PY_RATE },
+		{ "to", required_argument, NULL, OPT_TO },
 		{ "all-processes", no_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "record/recording.h"
 #include "record/launch.h"
+#include "store/push.h"
 #include "util/util.h"
 #include "tracer.skel.h"
 
@@ -160,6 +161,20 @@ static void announce(const struct recording *r)
 		pr_info("paused until SIGUSR1 (kill -USR1 %d)", getpid());
 }
 
+/* --to: the file, once written, into ClickHouse. The network is never on the recording's
+ * path: it starts after the last event is written; when it fails the file stays, and the
+ * line says how to send it later. The recording's status does not change. */
+static void push_at_end(const char *path, const char *url)
+{
+	struct push_opts o = { .url = url, .path = path, .batch_rows = 10000 };
+	char hint[PATH_MAX + 128];
+
+	snprintf(hint, sizeof(hint), "; the recording is in %s: tracer push it --to the URL later",
+		 path);
+	o.hint = hint;
+	push__file(&o);
+}
+
 int record__run(struct record_opts *opts)
 {
 	struct recording r = { .opts = opts, .epfd = -1, .sigfd = -1, .timerfd = -1 };
@@ -194,6 +209,8 @@ int record__run(struct record_opts *opts)
 	}
 	top__stop(&r.top); /* whatever failed: the terminal as it was */
 	cleanup(&r);
+	if (!err && opts->to)
+		push_at_end(r.path, opts->to);
 	if (r.launched && err) {
 		kill(r.launched, SIGKILL); /* not traced as asked: do not let it run */
 		launch__exit_status(r.launched);

@@ -12,17 +12,22 @@
 #include <string.h>
 #include <unistd.h>
 
+struct pushing {
+	struct ch_conn c;
+	const char *hint;
+};
+
 static int send_batch(void *arg, const char *table, uint32_t seq, const char *rows, size_t len,
 		      uint32_t nrows)
 {
-	struct ch_conn *c = arg;
+	struct pushing *p = arg;
 	char sql[128], err[1024];
 	int ret;
 
 	snprintf(sql, sizeof(sql), "INSERT INTO %s FORMAT JSONEachRow", table);
-	ret = ch__query(c, sql, rows, len, NULL, err, sizeof(err));
+	ret = ch__query(&p->c, sql, rows, len, NULL, err, sizeof(err));
 	if (ret)
-		pr_err("batch %" PRIu32 " of %s: %s", seq, table, err);
+		pr_err("batch %" PRIu32 " of %s: %s%s", seq, table, err, p->hint);
 	return ret ? 1 : 0; /* said; positive: not the reader's -errno */
 }
 
@@ -38,8 +43,9 @@ int push__check_url(const char *url, char *err, size_t errlen)
 int push__file(const struct push_opts *o)
 {
 	char host[256], id[17], err[1024], *row = NULL;
+	struct pushing p = { .hint = o->hint ? o->hint : "" };
+	struct ch_conn *c = &p.c;
 	struct rows_totals t;
-	struct ch_conn c;
 	int ret;
 
 	if (o->host)
@@ -48,32 +54,31 @@ int push__file(const struct push_opts *o)
 		snprintf(host, sizeof(host), "unknown");
 	host[sizeof(host) - 1] = 0;
 	if (o->path && spans_rows__id(o->path, host, id, err, sizeof(err))) {
-		pr_err("%s", err);
+		pr_err("%s%s", err, p.hint);
 		return 1;
 	}
-	if (ch__open(&c, o->url, err, sizeof(err)) ||
-	    ch__schema(&c, o->cluster, err, sizeof(err))) {
-		pr_err("%s", err);
-		ch__close(&c);
+	if (ch__open(c, o->url, err, sizeof(err)) || ch__schema(c, o->cluster, err, sizeof(err))) {
+		pr_err("%s%s", err, p.hint);
+		ch__close(c);
 		return 1;
 	}
 	ret = 0;
 	if (o->path) {
-		ret = spans_rows__walk(o->path, id, host, o->batch_rows, send_batch, &c, &t, err,
+		ret = spans_rows__walk(o->path, id, host, o->batch_rows, send_batch, &p, &t, err,
 				       sizeof(err));
 		if (!ret && (ret = spans_rows__recording(o->path, id, host, &t, &row, err,
 							 sizeof(err))) == 0)
-			ret = send_batch(&c, "tracer_recordings", 0, row, strlen(row), 1);
+			ret = send_batch(&p, "tracer_recordings", 0, row, strlen(row), 1);
 		if (ret < 0)
-			pr_err("%s", err);
+			pr_err("%s%s", err, p.hint);
 		if (!ret)
 			pr_info("pushed recording %s of %s: %" PRIu64 " span%s, %" PRIu64
 				" state%s in %" PRIu64 " batch%s to %s%s",
 				id, host, t.spans, plural_s(t.spans), t.states, plural_s(t.states),
-				t.batches, t.batches == 1 ? "" : "es", c.where,
+				t.batches, t.batches == 1 ? "" : "es", c->where,
 				t.truncated ? " (the file was cut short)" : "");
 	}
 	free(row);
-	ch__close(&c);
+	ch__close(c);
 	return ret ? 1 : 0;
 }

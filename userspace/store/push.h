@@ -12,6 +12,7 @@ struct push_opts {
 	const char *host;    /* NULL: this machine's name */
 	const char *cluster; /* NULL: plain tables */
 	size_t batch_rows;
+	const char *hint; /* added to the line that says what failed; NULL: nothing */
 };
 
 /* 0, or non-zero after one line on stderr saying what failed. */
