@@ -24,10 +24,11 @@
 static const char fleet_usage[] =
 	"Usage: tracer fleet --from URL [--since DURATION] [--where SQL] [--json]\n"
 	"\n"
-	"The recordings pushed to ClickHouse (tracer push), in one screen, computed by the server:\n"
-	"per host and recording the verdict and where each stage's time went; per span name (the\n"
-	"20 with the most time) p50 and p99 on each host, marking the hosts whose p99 is more\n"
-	"than twice the others' median; and the hosts whose bottleneck differs from the rest.\n"
+	"The recordings pushed to ClickHouse (tracer push), in one screen, computed by the\n"
+	"server: per host and recording the verdict and where each stage's time went; per span\n"
+	"name (the 20 with the most time) p50 and p99 on each host, marking the hosts whose p99\n"
+	"is more than twice the others' median; and the hosts whose bottleneck differs from the\n"
+	"rest.\n"
 	"\n"
 	"  --from URL        clickhouse://[USER@]HOST[:PORT]/DB, http:// or https://\n"
 	"  --since D         recordings started in the last D (30s, 15m, 1h, 7d); default: all\n"
@@ -148,6 +149,14 @@ static void mark_outliers(cJSON *rows)
 	free(others);
 }
 
+/* The i-th share of a stages.* column, 0 if absent. */
+static double share_at(const cJSON *r, const char *col, int i)
+{
+	const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, col), i);
+
+	return cJSON_IsNumber(v) ? 100 * v->valuedouble : 0;
+}
+
 static void print_recordings(const cJSON *recs)
 {
 	const cJSON *r;
@@ -168,13 +177,14 @@ static void print_recordings(const cJSON *recs)
 		       printable(str(r, "host"), safe, sizeof(safe)), str(r, "recording_id"), when,
 		       dur, num(r, "spans"), printable(str(r, "verdict"), safe2, sizeof(safe2)));
 		for (const cJSON *n = names ? names->child : NULL; n && i < 4; n = n->next, i++) {
-#define SHARE(col) 100 * cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, col), i)->valuedouble
+			const char *name = cJSON_IsString(n) ? n->valuestring : "";
+
 			printf("    %-24s run %5.1f%%  runnable %5.1f%%  queue %5.1f%%  blocked "
 			       "%5.1f%%  idle %5.1f%%\n",
-			       printable(cJSON_IsString(n) ? n->valuestring : "", safe, sizeof(safe)),
-			       SHARE("stages.running"), SHARE("stages.runnable"),
-			       SHARE("stages.queue"), SHARE("stages.blocked"), SHARE("stages.idle"));
-#undef SHARE
+			       printable(name, safe, sizeof(safe)),
+			       share_at(r, "stages.running", i), share_at(r, "stages.runnable", i),
+			       share_at(r, "stages.queue", i), share_at(r, "stages.blocked", i),
+			       share_at(r, "stages.idle", i));
 		}
 	}
 }
@@ -242,7 +252,8 @@ int cmd_fleet(int argc, char **argv)
 			break;
 		case OPT_SINCE:
 			if (parse_since(optarg, &since))
-				return usage_error("fleet", "--since: a duration such as 30s, 15m, 1h, 7d");
+				return usage_error("fleet",
+						   "--since: a duration such as 30s, 15m, 1h, 7d");
 			break;
 		case OPT_WHERE:
 			if (strlen(optarg) > 2048)
@@ -287,8 +298,9 @@ int cmd_fleet(int argc, char **argv)
 	snprintf(sql, sizeof(sql),
 		 "SELECT name, host, count() AS count, sum(dur_ns) AS total_ns, "
 		 "quantile(0.5)(dur_ns) AS p50, quantile(0.99)(dur_ns) AS p99 "
-		 "FROM tracer_spans FINAL WHERE %s AND name GLOBAL IN (SELECT name FROM tracer_spans FINAL "
-		 "WHERE %s GROUP BY name ORDER BY sum(dur_ns) DESC LIMIT %d) "
+		 "FROM tracer_spans FINAL WHERE %s AND name GLOBAL IN (SELECT name "
+		 "FROM tracer_spans FINAL WHERE %s GROUP BY name ORDER BY sum(dur_ns) DESC "
+		 "LIMIT %d) "
 		 "GROUP BY name, host ORDER BY name, host",
 		 cond, cond, TOP_NAMES);
 	spans = select_rows(&c, sql, &docs[1], err, sizeof(err));

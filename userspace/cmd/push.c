@@ -17,8 +17,8 @@ static const char push_usage[] =
 	"\n"
 	"Loads a recording (a cut one too) into ClickHouse: its spans, its threads' scheduler\n"
 	"states and one row for the recording with its verdict and stages (doc/clickhouse.md).\n"
-	"The tables are created if missing. Rows go in batches that carry the recording's id and a\n"
-	"number: pushing a file again, or a batch again, does not count it twice.\n"
+	"The tables are created if missing. Rows go in batches that carry the recording's id and\n"
+	"a number: pushing a file again, or a batch again, does not count it twice.\n"
 	"\n"
 	"  --to URL         clickhouse://[USER@]HOST[:PORT]/DB (HTTP, port 8123), or\n"
 	"                   http://... / https://... (8443); the password from\n"
@@ -70,19 +70,22 @@ int cmd_push(int argc, char **argv)
 			break;
 		case OPT_HOST:
 			if (!*optarg || strlen(optarg) > 255)
-				return usage_error("push", "--host needs a name (255 bytes at most)");
+				return usage_error("push",
+						   "--host needs a name (255 bytes at most)");
 			o.host = optarg;
 			break;
 		case OPT_CLUSTER:
 			if (!identifier(optarg))
-				return usage_error("push", "--cluster: a name of letters, digits, '_'");
+				return usage_error("push",
+						   "--cluster: a name of letters, digits, '_'");
 			o.cluster = optarg;
 			break;
 		case OPT_BATCH:
 			errno = 0;
 			batch = strtol(optarg, &end, 10);
 			if (errno || *end || batch < 1 || batch > 10000000)
-				return usage_error("push", "--batch: a number of rows, 1 to 10000000");
+				return usage_error("push",
+						   "--batch: a number of rows, 1 to 10000000");
 			o.batch_rows = batch;
 			break;
 		case 'h':

@@ -81,7 +81,8 @@ static int parse_url(struct ch_conn *c, const char *url, char *err, size_t errle
 		rest = at + 1;
 	}
 	if (!slash || !slash[1] || strchr(slash + 1, '/') || strchr(slash + 1, '?')) {
-		snprintf(err, errlen, "the URL names no database: clickhouse://[USER@]HOST[:PORT]/DB");
+		snprintf(err, errlen,
+			 "the URL names no database: clickhouse://[USER@]HOST[:PORT]/DB");
 		return -EINVAL;
 	}
 	hp_end = slash;
