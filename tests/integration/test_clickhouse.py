@@ -73,6 +73,10 @@ class Server:
             time.sleep(0.2)
         return self
 
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
     def url(self, db="default"):
         return f"clickhouse://127.0.0.1:{self.http}/{db}"
 
@@ -169,6 +173,38 @@ def test_resent_batches_count_once(tmp):
     push(path, "--to", s.url(), "--host", "h", "--batch", "25")
     assert stored_spans(s) == want
     assert s.query("SELECT count() FROM tracer_recordings FINAL").strip() == "1"
+
+
+@lib.offline
+def test_server_killed_and_restarted_during_a_push(tmp):
+    """The server dies while batches are going in and comes back 2 s later: the push sends the
+    batch it was on again, and every span is there once."""
+    s = Server(tmp, "ch").start()
+    path = os.path.join(tmp, "big.json")
+    subprocess.run(["/usr/bin/python3", os.path.join(lib.ROOT, "tests", "integration",
+                                                     "tracegen.py"), "-o", path, "--size", "8M"],
+                   check=True, capture_output=True)
+    p = subprocess.Popen([lib.TRACER, "push", path, "--to", s.url(), "--host", "h", "--batch",
+                          "200"], stderr=subprocess.PIPE, text=True)
+    lib._procs.append(p)
+    deadline = time.monotonic() + 60
+    while True:  # the first batches are in: the push is under way
+        try:
+            if int(s.query("SELECT count() FROM tracer_spans")) >= 400:
+                break
+        except OSError:  # the table is not there yet
+            pass
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
+        time.sleep(0.02)
+    s.kill()
+    time.sleep(2)
+    s.start()
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert "sending it again" in err, err  # the kill did land in the middle of the push
+    want = durations_exact(path)
+    assert sum(n for n, _ in want.values()) > 5000, want
+    assert stored_spans(s) == want
 
 
 @lib.offline

@@ -6,7 +6,9 @@
 #include "store/spans_rows.h"
 #include "util/util.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,16 @@ struct pushing {
 	const char *hint;
 };
 
+/* A batch that met a timeout or a server gone away is sent again, PUSH_TRIES times in all,
+ * 1, 2, 4, 8 s apart (a server restarting): the copy that may have arrived the first time has
+ * the same keys, and counts once (doc/clickhouse.md). */
+#define PUSH_TRIES 5
+
+static bool transient(int err)
+{
+	return err == -ETIMEDOUT || err == -ECONNREFUSED || err == -EIO;
+}
+
 static int send_batch(void *arg, const char *table, uint32_t seq, const char *rows, size_t len,
 		      uint32_t nrows)
 {
@@ -25,7 +37,14 @@ static int send_batch(void *arg, const char *table, uint32_t seq, const char *ro
 	int ret;
 
 	snprintf(sql, sizeof(sql), "INSERT INTO %s FORMAT JSONEachRow", table);
-	ret = ch__query(&p->c, sql, rows, len, NULL, err, sizeof(err));
+	for (int k = 0;; k++) {
+		ret = ch__query(&p->c, sql, rows, len, NULL, err, sizeof(err));
+		if (!ret || !transient(ret) || k + 1 == PUSH_TRIES)
+			break;
+		pr_warn("batch %" PRIu32 " of %s: %s; sending it again in %d s", seq, table, err,
+			1 << k);
+		sleep(1u << k);
+	}
 	if (ret)
 		pr_err("batch %" PRIu32 " of %s: %s%s", seq, table, err, p->hint);
 	return ret ? 1 : 0; /* said; positive: not the reader's -errno */
