@@ -362,6 +362,15 @@ def test_record_to_pushes_the_file_when_written(tmp):
     lines = [l for l in err.splitlines() if "cannot connect" in l]
     assert len(lines) == 1 and f"the recording is in {out2}" in lines[0], err
     assert sum(n for n, _ in durations_exact(out2).values()) > 10
+    # a password in the URL (refused here: the default user has none) is never written into
+    # the trace's command line, nor printed
+    out3 = os.path.join(tmp, "run3.json")
+    rc, err = lib.run_tracer("-p", pid, "-P", "pipeline", "-d", "0.5", "-o", out3, "--to",
+                             f"clickhouse://default:s3cret-pw@127.0.0.1:{s.http}/default")
+    assert rc == 0 and "login refused" in err, err
+    with open(out3) as f:
+        text = f.read()
+    assert "s3cret-pw" not in text + err and "default:*********@127.0.0.1" in text, err
     pl.send_signal(signal.SIGINT)
     lib.wait_exit(pl)
     rc, err = lib.run_tracer("-p", "1", "-o", "-", "--to", s.url())

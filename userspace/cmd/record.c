@@ -4,6 +4,7 @@
 #include "record/budget.h"
 #include "record/record.h"
 #include "python/py_session.h"
+#include "store/clickhouse.h"
 #include "store/push.h"
 #include "util/util.h"
 
@@ -247,7 +248,10 @@ static int record_option(int c, struct record_opts *o, char **argv)
 	case OPT_TO:
 		if (push__check_url(optarg, err, sizeof(err)))
 			return usage_error(NULL, "--to: %s", err);
-		o->to = optarg;
+		free(o->to);
+		o->to = xstrdup(optarg);
+		/* the command line goes into the trace's metadata: never the password */
+		ch__hide_password(optarg);
 		return 0;
 	case OPT_PY_RATE:
 		if (parse_long(optarg, 1, 10000, &hz))
@@ -357,6 +361,7 @@ static int run(int argc, char **argv, bool top)
 	free(opts.pids);
 	free(opts.packs);
 	free(opts.no_packs);
+	free(opts.to);
 	return ret;
 }
 

@@ -319,3 +319,17 @@ void ch__close(struct ch_conn *c)
 	free(c->password);
 	memset(c, 0, sizeof(*c));
 }
+
+void ch__hide_password(char *url)
+{
+	char *rest = strstr(url, "://"), *slash, *at, *colon;
+
+	if (!rest)
+		return;
+	rest += 3;
+	slash = strchr(rest, '/');
+	at = memchr(rest, '@', slash ? (size_t)(slash - rest) : strlen(rest));
+	colon = at ? memchr(rest, ':', at - rest) : NULL;
+	if (colon)
+		memset(colon + 1, '*', at - colon - 1);
+}

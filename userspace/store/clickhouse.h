@@ -38,6 +38,9 @@ int ch__query(struct ch_conn *c, const char *sql, const char *body, size_t len,
  * CLUSTER") as *_local, with a Distributed table of the plain name over them. */
 int ch__schema(struct ch_conn *c, const char *cluster, char *err, size_t errlen);
 void ch__close(struct ch_conn *c);
+/* Overwrites the password of a URL's USER:PASSWORD@ with '*' in place, so that a command line
+ * kept in a trace's metadata (or shown by ps) does not hold it. */
+void ch__hide_password(char *url);
 
 void ch_buf__free(struct ch_buf *b);
 
