@@ -122,10 +122,13 @@ static void learn_t0(struct pass1 *p, const char *text, size_t len)
 
 	v = cJSON_GetObjectItemCaseSensitive(o, "t0_realtime_ns");
 	if (cJSON_IsNumber(v) && v->valuedouble > 0) {
-		/* exact: cJSON's double would round the nanoseconds */
-		const char *at = strstr(text, "\"t0_realtime_ns\":");
+		/* exact: cJSON's double would round the nanoseconds (text is not NUL-terminated,
+		 * but the number ends inside it, at ',' or '}') */
+		static const char key[] = "\"t0_realtime_ns\":";
+		const char *at = memmem(text, len, key, sizeof(key) - 1);
 
-		p->t0_realtime = at ? strtoll(at + 17, NULL, 10) : (int64_t)v->valuedouble;
+		p->t0_realtime = at ? strtoll(at + sizeof(key) - 1, NULL, 10)
+				    : (int64_t)v->valuedouble;
 	}
 	cJSON_Delete(o);
 }
@@ -201,9 +204,11 @@ static int row_end(struct batcher *x)
  * ("py": qualname, "py_line": file:line; python/py_session.c): "qualname (file:line)". */
 static void py_caller(const struct trace_event *ev, struct sbuf *b)
 {
-	cJSON *o = ev->args_at.len ? cJSON_ParseWithLength(ev->text + ev->args_at.off,
-							   ev->args_at.len)
-				   : NULL;
+	const char *args = ev->text + ev->args_at.off;
+	/* most spans have no Python caller: parse only the args that may name one */
+	cJSON *o = ev->args_at.len && memmem(args, ev->args_at.len, "\"py\"", 4)
+			   ? cJSON_ParseWithLength(args, ev->args_at.len)
+			   : NULL;
 	cJSON *py = cJSON_GetObjectItemCaseSensitive(o, "py");
 	cJSON *line = cJSON_GetObjectItemCaseSensitive(o, "py_line");
 	char *s = NULL;
