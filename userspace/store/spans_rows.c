@@ -20,10 +20,7 @@
 #include <uthash.h>
 #include <zlib.h>
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-};
+#define sbuf rows_text /* the header's name for it */
 
 static void sb_write(struct sbuf *b, const char *s, size_t n)
 {
@@ -185,6 +182,11 @@ static int flush(struct batcher *x)
 	return ret;
 }
 
+static int row_done(struct batcher *x)
+{
+	return ++x->n >= x->max ? flush(x) : 0;
+}
+
 /* The row's first columns: where it belongs. */
 static void row_head(struct batcher *x, const char *id, const char *host)
 {
@@ -197,7 +199,7 @@ static void row_head(struct batcher *x, const char *id, const char *host)
 static int row_end(struct batcher *x)
 {
 	sb_puts(&x->b, "}\n");
-	return ++x->n >= x->max ? flush(x) : 0;
+	return row_done(x);
 }
 
 /* The Python function that made a native span, as the recorder writes it in its args
@@ -223,6 +225,35 @@ static void py_caller(const struct trace_event *ev, struct sbuf *b)
 	cJSON_Delete(o);
 }
 
+void spans_rows__span(struct rows_text *b, const char *id, const char *host, uint32_t seq,
+		      uint32_t row, const struct trace_event *ev, const char *thread,
+		      const char *process, int64_t t0_realtime, char **clean, size_t *cap)
+{
+	const char *args = ev->args_at.len ? ev->text + ev->args_at.off : "";
+
+	sb_str(b, "{\"recording_id\"", id, strlen(id));
+	sb_num(b, "\"seq\"", seq);
+	sb_num(b, "\"row\"", row);
+	sb_str(b, "\"host\"", host, strlen(host));
+	sb_num(b, "\"pid\"", ev->has_pid ? ev->pid : 0);
+	sb_num(b, "\"tid\"", ev->has_tid ? ev->tid : 0);
+	sb_str(b, "\"thread\"", thread, strlen(thread));
+	sb_str(b, "\"process\"", process, strlen(process));
+	sb_str(b, "\"name\"", ev->name, strlen(ev->name));
+	sb_str(b, "\"category\"", ev->cat, strlen(ev->cat));
+	sb_num(b, "\"start_ns\"", t0_realtime + ev->ts_ns);
+	sb_num(b, "\"dur_ns\"", ev->dur_ns);
+	/* args as JSON text inside a string */
+	if (6 * ev->args_at.len + 1 > *cap) {
+		*cap = 6 * ev->args_at.len + 1;
+		*clean = xrealloc(*clean, *cap, 1);
+	}
+	(*clean)[json_clean(*clean, args, ev->args_at.len)] = 0;
+	sb_str(b, "\"args\"", *clean, strlen(*clean));
+	py_caller(ev, b);
+	sb_puts(b, "}\n");
+}
+
 static int spans(const char *path, const char *id, const char *host, struct pass1 *p,
 		 struct batcher *x, struct rows_totals *t, char *err, size_t errlen)
 {
@@ -237,31 +268,15 @@ static int spans(const char *path, const char *id, const char *host, struct pass
 	while (!sret && (ret = trace_reader__next(r, &it)) > 0) {
 		const struct trace_event *ev = &it.ev;
 		const struct name *th, *pr;
-		const char *args = ev->args_at.len ? ev->text + ev->args_at.off : "";
 
 		if (ev->ph != 'X' || !ev->has_ts || !ev->has_dur)
 			continue;
 		th = ev->has_tid ? name_get(p->threads, ev->tid) : NULL;
 		pr = ev->has_pid ? name_get(p->procs, ev->pid) : NULL;
-		row_head(x, id, host);
-		sb_num(&x->b, "\"pid\"", ev->has_pid ? ev->pid : 0);
-		sb_num(&x->b, "\"tid\"", ev->has_tid ? ev->tid : 0);
-		sb_str(&x->b, "\"thread\"", th ? th->s : "", th ? strlen(th->s) : 0);
-		sb_str(&x->b, "\"process\"", pr ? pr->s : "", pr ? strlen(pr->s) : 0);
-		sb_str(&x->b, "\"name\"", ev->name, strlen(ev->name));
-		sb_str(&x->b, "\"category\"", ev->cat, strlen(ev->cat));
-		sb_num(&x->b, "\"start_ns\"", p->t0_realtime + ev->ts_ns);
-		sb_num(&x->b, "\"dur_ns\"", ev->dur_ns);
-		/* args as JSON text inside a string */
-		if (6 * ev->args_at.len + 1 > cap) {
-			cap = 6 * ev->args_at.len + 1;
-			clean = xrealloc(clean, cap, 1);
-		}
-		clean[json_clean(clean, args, ev->args_at.len)] = 0;
-		sb_str(&x->b, "\"args\"", clean, strlen(clean));
-		py_caller(ev, &x->b);
+		spans_rows__span(&x->b, id, host, x->seq, x->n, ev, th ? th->s : "",
+				 pr ? pr->s : "", p->t0_realtime, &clean, &cap);
 		t->spans++;
-		sret = row_end(x);
+		sret = row_done(x);
 	}
 	if (ret < 0)
 		snprintf(err, errlen, "%s", trace_reader__error(r));

@@ -6,8 +6,16 @@
 #ifndef TRACER_SPANS_ROWS_H
 #define TRACER_SPANS_ROWS_H
 
+#include "trace/trace_reader.h"
+
 #include <stddef.h>
 #include <stdint.h>
+
+/* JSONEachRow text being built. */
+struct rows_text {
+	char *p;
+	size_t len, cap;
+};
 
 /* Called once per batch: table is "tracer_spans" or "tracer_states", seq counts that table's
  * batches from 0; rows is nrows JSON objects, one a line. Non-zero stops the walk. */
@@ -29,5 +37,11 @@ int spans_rows__walk(const char *path, const char *id, const char *host, size_t 
 /* The recording's row (one JSON object, malloc'ed) in *row. 0 or -errno with err filled. */
 int spans_rows__recording(const char *path, const char *id, const char *host,
 			  const struct rows_totals *t, char **row, char *err, size_t errlen);
+
+/* One span's row (a line) appended to b: the same columns whoever builds it (push, the
+ * streamer), so the same span has the same key. clean/cap: a scratch buffer. */
+void spans_rows__span(struct rows_text *b, const char *id, const char *host, uint32_t seq,
+		      uint32_t row, const struct trace_event *ev, const char *thread,
+		      const char *process, int64_t t0_realtime, char **clean, size_t *cap);
 
 #endif
