@@ -375,3 +375,42 @@ def test_record_to_pushes_the_file_when_written(tmp):
     lib.wait_exit(pl)
     rc, err = lib.run_tracer("-p", "1", "-o", "-", "--to", s.url())
     assert rc == 2 and "--to pushes the trace file" in err, err
+
+
+def test_record_to_streams_while_recording_through_a_server_restart(tmp):
+    """record --to sends spans while it records; the server killed early in the recording and
+    started again 2 s later: rows flow again, and at the end ClickHouse holds exactly the
+    spans of the file, none twice."""
+    s = Server(tmp, "ch").start()
+    out = os.path.join(tmp, "run.json")
+    pl, pid = lib.start_pipeline("--forever")
+    lib.sigusr1(pid)
+
+    def spans_now():
+        try:
+            return int(s.query("SELECT count() FROM tracer_spans FINAL"))
+        except OSError:
+            return 0
+
+    def wait_for(cond, what):
+        deadline = time.monotonic() + 30
+        while not cond():
+            assert tr.poll() is None, f"the recording ended before {what}"
+            assert time.monotonic() < deadline, what
+            time.sleep(0.1)
+
+    tr = lib.start_tracer("-p", pid, "-P", "pipeline", "-d", "12", "-o", out, "--to", s.url())
+    wait_for(lambda: spans_now() > 0, "any span was streamed")
+    s.kill()
+    time.sleep(2)
+    s.start()
+    before = spans_now()
+    wait_for(lambda: spans_now() > before, "streaming resumed")
+    rc, err = lib.finish_tracer(tr)
+    assert rc == 0, err
+    assert "streaming to ClickHouse paused" in err and "streamed " in err, err
+    pl.send_signal(signal.SIGINT)
+    lib.wait_exit(pl)
+    want = durations_exact(out)
+    assert sum(n for n, _ in want.values()) > 100, want
+    assert stored_spans(s) == want
