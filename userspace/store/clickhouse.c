@@ -150,7 +150,8 @@ int ch__open(struct ch_conn *c, const char *url, char *err, size_t errlen)
 		return ret;
 	if (!c->password && env)
 		c->password = xstrdup(env);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* counted by libcurl (7.84+), and safe beside the streaming thread's */
+	c->curl_inited = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
 	c->curl = curl_easy_init();
 	if (!c->curl) {
 		snprintf(err, errlen, "cannot start libcurl");
@@ -310,6 +311,8 @@ void ch__close(struct ch_conn *c)
 {
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
+	if (c->curl_inited)
+		curl_global_cleanup();
 	if (c->password)
 		explicit_bzero(c->password, strlen(c->password));
 	free(c->base);

@@ -15,6 +15,7 @@ struct ch_conn {
 	char *user;	/* NULL: the server's default user */
 	char *password; /* from the URL or TRACER_CLICKHOUSE_PASSWORD; never printed */
 	void *curl;
+	bool curl_inited; /* curl_global_init done: undone by ch__close */
 	long timeout_s;
 };
 
