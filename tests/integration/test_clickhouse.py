@@ -315,6 +315,9 @@ def test_bad_destinations_fail_with_one_line(tmp):
                 cmd, p.stderr)
             assert "hunter2" not in p.stderr and "pw-in-url" not in p.stderr, p.stderr
     assert s.query("EXISTS TABLE tracer_spans").strip() == "0"
+    p = subprocess.run([lib.TRACER, "fleet", "--from", s.url()], capture_output=True, text=True)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "holds no recordings" in p.stderr, (
+        p.stderr)
     for args, says in [(["push", golden("host-a.json")], "--to"),
                        (["push", "--to", s.url()], "no trace given"),
                        (["fleet", "--from", s.url(), "--since", "soon"], "--since"),

@@ -238,7 +238,7 @@ int cmd_fleet(int argc, char **argv)
 	const char *from = NULL, *where = NULL;
 	long long since = 0;
 	bool json = false;
-	char err[1024], cond[4096], sql[8192];
+	char err[1024] = "", cond[4096], sql[8192];
 	cJSON *docs[3] = { 0 }, *recs = NULL, *spans = NULL, *groups = NULL;
 	struct ch_conn c;
 	int ch, ret = 1;
@@ -280,6 +280,18 @@ int cmd_fleet(int argc, char **argv)
 		pr_err("%s", err);
 		ch__close(&c);
 		return 1;
+	}
+	{
+		struct ch_buf b = { 0 };
+
+		if (ch__query(&c, "EXISTS TABLE tracer_recordings", NULL, 0, &b, err,
+			      sizeof(err)) == 0 &&
+		    (!b.p || b.p[0] != '1'))
+			snprintf(err, sizeof(err), "%s holds no recordings (no table "
+				 "tracer_recordings): tracer push one first", c.where);
+		ch_buf__free(&b);
+		if (err[0])
+			goto out;
 	}
 	snprintf(cond, sizeof(cond), "1");
 	if (since)
