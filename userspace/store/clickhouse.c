@@ -141,13 +141,17 @@ int ch__parse(struct ch_conn *c, const char *url, char *err, size_t errlen)
 
 int ch__open(struct ch_conn *c, const char *url, char *err, size_t errlen)
 {
+	int ret = ch__parse(c, url, err, errlen);
+
+	return ret ? ret : ch__connect(c, err, errlen);
+}
+
+int ch__connect(struct ch_conn *c, char *err, size_t errlen)
+{
 	const char *env = getenv("TRACER_CLICKHOUSE_PASSWORD");
 	struct ch_buf out = { 0 };
 	int ret;
 
-	ret = ch__parse(c, url, err, errlen);
-	if (ret)
-		return ret;
 	if (!c->password && env)
 		c->password = xstrdup(env);
 	/* counted by libcurl (7.84+), and safe beside the streaming thread's */

@@ -29,8 +29,10 @@ struct ch_buf {
  * 8443 for https) and checks that the server answers and DB exists. 0, or -errno with one line
  * in err. */
 int ch__open(struct ch_conn *c, const char *url, char *err, size_t errlen);
-/* Only the parsing of ch__open: no network. ch__close it after. */
+/* ch__open in two steps: the URL (no network; ch__close it after), then the server (with the
+ * c->timeout_s the caller may have set in between). */
 int ch__parse(struct ch_conn *c, const char *url, char *err, size_t errlen);
+int ch__connect(struct ch_conn *c, char *err, size_t errlen);
 /* Runs sql; body (may be NULL) follows it, as INSERT data does. The answer goes to out (NULL:
  * dropped). 0, or -errno with one line in err ("HOST:PORT/DB: Code: 60, ... doesn't exist"). */
 int ch__query(struct ch_conn *c, const char *sql, const char *body, size_t len,

@@ -258,7 +258,10 @@ static bool tick(struct stream *s)
 		s->have_id = true;
 	}
 	if (!s->connected) {
-		if (ch__open(&s->c, s->url, err, sizeof(err)) ||
+		int ret = ch__parse(&s->c, s->url, err, sizeof(err));
+
+		s->c.timeout_s = 10; /* never hold the end of the recording long */
+		if (ret || ch__connect(&s->c, err, sizeof(err)) ||
 		    ch__schema(&s->c, NULL, err, sizeof(err))) {
 			if (!s->said)
 				pr_warn("streaming to ClickHouse paused: %s; the rows wait in %s and "
@@ -267,7 +270,6 @@ static bool tick(struct stream *s)
 			ch__close(&s->c);
 			return true;
 		}
-		s->c.timeout_s = 10; /* never hold the end of the recording long */
 		s->connected = true;
 	}
 	if (!send_new(s))
