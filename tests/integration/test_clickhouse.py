@@ -147,12 +147,17 @@ def test_python_caller_and_args(tmp):
         f.write('{"traceEvents":[\n'
                 '{"ph":"M","name":"thread_name","pid":7,"tid":8,"args":{"name":"worker-0"}},\n'
                 '{"ph":"X","name":"read","cat":"io","ts":5.000,"dur":2.500,"pid":7,"tid":8,'
-                '"args":{"py":"Loader.__next__","py_line":"loader.py:42","fd":3}}\n]}\n')
+                '"args":{"py":"Loader.__next__","py_line":"loader.py:42","fd":3}},\n'
+                '{"ph":"C","name":"queue depth","ts":6.000,"pid":7,"tid":7,'
+                '"args":{"frames":3,"bytes":1024}}\n]}\n')
     push(path, "--to", s.url(), "--host", "h")
     assert s.rows("SELECT thread, name, category, start_ns, dur_ns, py_caller, args "
                   "FROM tracer_spans FINAL") == [[
         "worker-0", "read", "io", "5000", "2500", "Loader.__next__ (loader.py:42)",
         '{"py":"Loader.__next__","py_line":"loader.py:42","fd":3}']]
+    assert s.rows("SELECT pid, name, key, start_ns, value FROM tracer_counters FINAL "
+                  "ORDER BY key") == [["7", "queue depth", "bytes", "6000", "1024"],
+                                      ["7", "queue depth", "frames", "6000", "3"]]
 
 
 @lib.offline
@@ -357,6 +362,9 @@ def test_record_to_pushes_the_file_when_written(tmp):
     assert sum(n for n, _ in want.values()) > 10, want
     assert stored_spans(s) == want
     assert int(s.query("SELECT count() FROM tracer_states FINAL")) > 0
+    with open(out) as f:  # the pipeline pack's queue depths: one value per counter event
+        depths = sum(1 for line in f if line.startswith('{"ph":"C"'))
+    assert depths > 0 and int(s.query("SELECT count() FROM tracer_counters FINAL")) == depths
     # nobody listening: the recording is written all the same, one line says what to do
     out2 = os.path.join(tmp, "run2.json")
     rc, err = lib.run_tracer("-p", pid, "-P", "pipeline", "-d", "1", "-o", out2, "--to",

@@ -267,7 +267,7 @@ static const struct {
 	{ "tracer_recordings",
 	  "recording_id String, host String, boot_id String, command_line String, "
 	  "processes Array(String), start_ns Int64, duration_ns UInt64, packs Array(String), "
-	  "spans UInt64, states UInt64, lost UInt64, overhead String, verdict String, "
+	  "spans UInt64, states UInt64, counters UInt64, lost UInt64, overhead String, verdict String, "
 	  "bottleneck String, "
 	  "stages Nested(name String, threads UInt32, running Float64, runnable Float64, "
 	  "queue Float64, blocked Float64, idle Float64), rows UInt64",
@@ -281,6 +281,10 @@ static const struct {
 	  "recording_id String, seq UInt32, row UInt32, host String, pid Int64, tid Int64, "
 	  "thread String, state String, start_ns Int64, dur_ns Int64",
 	  "host, recording_id, tid, seq, row", "" },
+	{ "tracer_counters",
+	  "recording_id String, seq UInt32, row UInt32, host String, pid Int64, name String, "
+	  "key String, start_ns Int64, value Float64",
+	  "host, recording_id, name, key, seq, row", "" },
 };
 
 /* Partitioned by the day the row starts (toDateTime first: 18.16's toDate of a plain number

@@ -92,9 +92,9 @@ int push__file(const struct push_opts *o)
 			pr_err("%s%s", err, p.hint);
 		if (!ret)
 			pr_info("pushed recording %s of %s: %" PRIu64 " span%s, %" PRIu64
-				" state%s in %" PRIu64 " batch%s to %s%s",
+				" state%s, %" PRIu64 " counter value%s in %" PRIu64 " batch%s to %s%s",
 				id, host, t.spans, plural_s(t.spans), t.states, plural_s(t.states),
-				t.batches, t.batches == 1 ? "" : "es", c->where,
+				t.counters, plural_s(t.counters), t.batches, t.batches == 1 ? "" : "es", c->where,
 				t.truncated ? " (the file was cut short)" : "");
 	}
 	free(row);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* A trace file as ClickHouse rows. Pass 1 learns the thread and process names and the wall
  * clock of the trace's zero (t0_realtime_ns, from the "recording started" event or the
- * metadata); pass 2 writes the spans, then pass 3 the scheduler states, each in numbered
- * batches. Rows keep file order, so a batch is the same rows whenever the file is read:
+ * metadata); pass 2 writes the spans, pass 3 the scheduler states, pass 4 the counters
+ * (queue depths), each in numbered batches. Rows keep file order, so a batch is the same rows whenever the file is read:
  * that is what lets a resent batch replace its first copy (ReplacingMergeTree). */
 #include "store/spans_rows.h"
 #include "analyze/report.h"
@@ -390,6 +390,48 @@ static int states(const char *path, const char *id, const char *host, struct pas
 	return ret < 0 ? ret : sret;
 }
 
+/* Counter events (queue depths): one row per key of their args. */
+static int counters(const char *path, const char *id, const char *host, struct pass1 *p,
+		    struct batcher *x, struct rows_totals *t, char *err, size_t errlen)
+{
+	struct trace_reader *r;
+	struct trace_item it;
+	int ret = trace_reader__open(&r, path, TR_EVENTS, err, errlen), sret = 0;
+
+	if (ret)
+		return ret;
+	while (!sret && (ret = trace_reader__next(r, &it)) > 0) {
+		const struct trace_event *ev = &it.ev;
+		cJSON *args, *v;
+
+		if (ev->ph != 'C' || !ev->has_ts || !ev->args_at.len)
+			continue;
+		args = cJSON_ParseWithLength(ev->text + ev->args_at.off, ev->args_at.len);
+		cJSON_ArrayForEach(v, args) {
+			char num[64];
+
+			if (!cJSON_IsNumber(v) || !v->string || sret)
+				continue;
+			row_head(x, id, host);
+			sb_num(&x->b, "\"pid\"", ev->has_pid ? ev->pid : 0);
+			sb_str(&x->b, "\"name\"", ev->name, strlen(ev->name));
+			sb_str(&x->b, "\"key\"", v->string, strlen(v->string));
+			sb_num(&x->b, "\"start_ns\"", p->t0_realtime + ev->ts_ns);
+			snprintf(num, sizeof(num), ",\"value\":%.17g", v->valuedouble);
+			sb_puts(&x->b, num);
+			t->counters++;
+			sret = row_end(x);
+		}
+		cJSON_Delete(args);
+	}
+	if (ret < 0)
+		snprintf(err, errlen, "%s", trace_reader__error(r));
+	trace_reader__close(r);
+	if (!sret && ret >= 0)
+		sret = flush(x);
+	return ret < 0 ? ret : sret;
+}
+
 int spans_rows__id(const char *path, const char *host, char id[17], char *err, size_t errlen)
 {
 	gzFile f = gzopen(path, "rb");
@@ -433,6 +475,11 @@ int spans_rows__walk(const char *path, const char *id, const char *host, size_t 
 		x.table = "tracer_states";
 		x.seq = 0;
 		ret = states(path, id, host, &p, &x, t, err, errlen);
+	}
+	if (!ret) {
+		x.table = "tracer_counters";
+		x.seq = 0;
+		ret = counters(path, id, host, &p, &x, t, err, errlen);
 	}
 	free(x.b.p);
 	names_free(&p.threads);
@@ -537,6 +584,7 @@ int spans_rows__recording(const char *path, const char *id, const char *host,
 	cJSON_AddNumberToObject(r, "duration_ns", (double)dur);
 	cJSON_AddNumberToObject(r, "spans", (double)t->spans);
 	cJSON_AddNumberToObject(r, "states", (double)t->states);
+	cJSON_AddNumberToObject(r, "counters", (double)t->counters);
 	cJSON_AddNumberToObject(r, "rows", (double)(t->spans + t->states));
 	cJSON_AddStringToObject(r, "verdict", rep.verdict);
 	/* the stage the verdict names: "bottleneck: decode[*] ..." -> "decode[*]"; the busiest

@@ -17,20 +17,21 @@ struct rows_text {
 	size_t len, cap;
 };
 
-/* Called once per batch: table is "tracer_spans" or "tracer_states", seq counts that table's
- * batches from 0; rows is nrows JSON objects, one a line. Non-zero stops the walk. */
+/* Called once per batch: table is "tracer_spans", "tracer_states" or "tracer_counters", seq
+ * counts that table's batches from 0; rows is nrows JSON objects, one a line. Non-zero stops
+ * the walk. */
 typedef int (*rows_sink)(void *arg, const char *table, uint32_t seq, const char *rows,
 			 size_t len, uint32_t nrows);
 
 struct rows_totals {
-	uint64_t spans, states, batches;
+	uint64_t spans, states, counters, batches;
 	int truncated; /* the file was cut short */
 };
 
 /* The recording's id: a hash of host and the file's first 4 KB (its identity, its first
  * events), so the same file, or a cut copy of it, pushed again keeps its id. 16 hex digits. */
 int spans_rows__id(const char *path, const char *host, char id[17], char *err, size_t errlen);
-/* Hands the spans then the states of path to sink, batch_rows at most per batch. 0, the
+/* Hands the spans, the states, then the counters of path to sink, batch_rows at most per batch. 0, the
  * sink's non-zero, or -errno with err filled. */
 int spans_rows__walk(const char *path, const char *id, const char *host, size_t batch_rows,
 		     rows_sink sink, void *arg, struct rows_totals *t, char *err, size_t errlen);
