@@ -28,6 +28,9 @@ mkdir -p expected
 "$tracer" report pipeline.json --json > expected/report.json
 "$tracer" export pipeline.json --jsonl > expected/export.jsonl
 "$tracer" export pipeline.json --csv > expected/export.csv
+"$tracer" export pipeline.json --speedscope > expected/export.speedscope.json
+"$tracer" diff host-a.json host-b.json > expected/diff.txt
+"$tracer" diff host-a.json host-b.json --by stage --json > expected/diff-stage.json
 "$tracer" merge host-a.json host-b.json -o expected/merge.json 2> /dev/null
 cp cut.json expected/repaired.json
 "$tracer" repair expected/repaired.json 2> /dev/null

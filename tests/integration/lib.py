@@ -58,6 +58,16 @@ def start_pipeline(*args, log=None):
     return p, int(line[1])
 
 
+def start_ready(cmd, **popen_args):
+    """Starts a target that prints "ready PID [MORE...]" once set up; returns (process, [PID,
+    MORE...]) as integers."""
+    p = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, text=True, **popen_args)
+    _procs.append(p)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    return p, [int(x) for x in line[1:]]
+
+
 def start_tracer(*args, env=None):
     """Starts tracer and waits until it says it is recording."""
     p = subprocess.Popen([TRACER] + [str(a) for a in args], stdout=subprocess.PIPE,

@@ -73,10 +73,10 @@ def test_help(tmp):
     """`tracer help` lists every command (as `perf help` does); `tracer help CMD` is its --help."""
     p = subprocess.run([lib.TRACER, "help"], capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr == "", p.stderr
-    for sub in ("record", "list", "packs", "report", "merge", "export", "repair", "push", "fleet",
-                "help"):
+    for sub in ("record", "list", "packs", "report", "diff", "merge", "export", "repair", "push",
+                "fleet", "help"):
         assert f"\n  {sub} " in p.stdout, (sub, p.stdout)
-    for sub in ("report", "merge", "list"):
+    for sub in ("report", "diff", "merge", "list"):
         h = subprocess.run([lib.TRACER, "help", sub], capture_output=True, text=True)
         direct = subprocess.run([lib.TRACER, sub, "--help"], capture_output=True, text=True)
         assert h.returncode == 0 and h.stdout == direct.stdout and h.stdout.startswith("Usage"), h

@@ -4,6 +4,7 @@ tracer started (launch mode, `import cv2`), and give named spans that match the 
 pipeline logged itself."""
 import bisect
 import collections
+import json
 import os
 import re
 import select
@@ -363,3 +364,26 @@ def test_follow_takes_in_existing_workers(tmp):
              if e["ph"] == "M" and e["name"] == "process_name"}
     assert kids | {parent} <= procs, procs
     wait_exit(p)
+
+
+def test_opencv_pool_threads_join_the_stage_that_waits_for_them(tmp):
+    """cv2.bilateralFilter on a `worker` thread runs on OpenCV's own pool threads (the kernel names
+    them python3; they have no spans of their own) while worker waits for them: the pool's
+    threads are part of the worker stage, and the verdict names worker, never "python3 tid N"."""
+    p, (pid,) = lib.start_ready([PYTHON, os.path.join(lib.ROOT, "tests", "targets",
+                                                     "py_cv_pool.py"), "8"])
+    out = os.path.join(tmp, "pool.json")
+    rc, err = lib.run_tracer("-p", pid, "-d", "3", "-o", out)
+    assert rc == 0, err
+    p.kill()
+    trace, _ = load_trace(out)
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    pool = [t for t, n in names.items() if n == "python3"]
+    assert pool, names  # OpenCV's pool threads, as the kernel names them
+    rep = json.loads(subprocess.run([lib.TRACER, "report", out, "--json"], capture_output=True,
+                                    text=True, timeout=60, check=True).stdout)
+    stages = {s["stage"]: s for s in rep["stages"]}
+    assert not [s for s in stages if s.startswith("python3")], list(stages)
+    assert stages["worker"]["threads"] == 1 + len(pool), (stages["worker"], pool)
+    assert rep["verdict"].startswith("bottleneck: worker — busy "), rep["verdict"]

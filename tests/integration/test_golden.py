@@ -1,6 +1,6 @@
 """tracer's offline commands on committed traces (tests/golden/), compared byte for byte with the
 expected outputs next to them: report, export, merge, repair. Nothing is attached: they run
-for any user. tests/golden/update.sh regenerates the expected files (see its README)."""
+for any user. diff and export --speedscope too. tests/golden/update.sh regenerates the expected files (see its README)."""
 import difflib
 import os
 import re
@@ -11,6 +11,7 @@ import lib
 
 # tracer's own version, which merge writes into the metadata: it changes with every release
 VERSION = re.compile(r'"tracer_version":"\d[^"]*"')
+EXPORTER = re.compile(r'"exporter":"tracer \d[^"]*"')
 
 
 def golden(*parts):
@@ -24,6 +25,7 @@ def run(*args, cwd):
 
 
 def normalised(text):
+    text = EXPORTER.sub('"exporter":"tracer VERSION"', text)
     return VERSION.sub('"tracer_version":"VERSION"', text)
 
 
@@ -53,6 +55,14 @@ def test_golden_report(tmp):
 def test_golden_export(tmp):
     same(run("export", "pipeline.json", "--jsonl", cwd=golden()), "export.jsonl")
     same(run("export", "pipeline.json", "--csv", cwd=golden()), "export.csv")
+    same(run("export", "pipeline.json", "--speedscope", cwd=golden()), "export.speedscope.json")
+
+
+@lib.offline
+def test_golden_diff(tmp):
+    same(run("diff", "host-a.json", "host-b.json", cwd=golden()), "diff.txt")
+    same(run("diff", "host-a.json", "host-b.json", "--by", "stage", "--json", cwd=golden()),
+         "diff-stage.json")
 
 
 @lib.offline

@@ -126,7 +126,8 @@ def test_c1_del_bidi_never_raw(tmp):
         f.write(json.dumps({"traceEvents": ev}, ensure_ascii=False).encode())
     html = os.path.join(tmp, "r.html")
     for args in (["report", src], ["report", src, "--csv"], ["report", src, "--json"],
-                 ["report", src, "--html", html], ["export", src, "--csv"]):
+                 ["report", src, "--html", html], ["export", src, "--csv"], ["diff", src, src],
+                 ["diff", src, src, "--json"], ["export", src, "--speedscope"]):
         p = tracer(*args)
         assert p.returncode == 0, (args, p.stderr)
         assert_printable(p.stdout.replace(b"\n", b" "), " ".join(args[:1] + args[2:]))
@@ -397,6 +398,8 @@ def writers():
     return [("export", ["export", pipeline, "--csv", "-o"]),
             ("merge", ["merge", pipeline, os.path.join(golden, "host-b.json"), "-o"]),
             ("html", ["report", pipeline, "--html"]),
+            ("speedscope", ["export", pipeline, "--speedscope", "-o"]),
+            ("diff-html", ["diff", pipeline, pipeline, "--html"]),
             ("repair", ["repair"])]
 
 

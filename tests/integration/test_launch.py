@@ -69,12 +69,10 @@ def test_sigterm_always_ends_tracer(tmp):
     """kill -TERM tracer: the launched command gets it too; one that ignores it is killed at
     the second signal. tracer never waits forever, and the file is complete either way."""
     out = os.path.join(tmp, "t.json")
-    tr = subprocess.Popen([lib.TRACER, "-o", out, "-u", "other:libc.so.6:nanosleep", "--",
-                           "sleep", "100"], stderr=subprocess.PIPE, text=True)
-    lib._procs.append(tr)
-    time.sleep(1.5)
+    # signalled once it records (a loaded machine takes seconds to load the programs)
+    tr = lib.start_tracer("-o", out, "-u", "other:libc.so.6:nanosleep", "--", "sleep", "100")
     tr.send_signal(signal.SIGTERM)
-    _, err = tr.communicate(timeout=10)
+    _, err = tr.communicate(timeout=30)
     assert tr.returncode == 128 + signal.SIGTERM, (tr.returncode, err)  # sleep's own status
     load_trace(out)
     stubborn = os.path.join(tmp, "stubborn.sh")
@@ -82,20 +80,43 @@ def test_sigterm_always_ends_tracer(tmp):
         f.write("#!/bin/sh\ntrap '' TERM INT HUP\nwhile :; do sleep 0.1; done\n")
     os.chmod(stubborn, 0o755)
     out = os.path.join(tmp, "s.json")
-    tr = subprocess.Popen([lib.TRACER, "-o", out, "-u", "other:libc.so.6:nanosleep", "--",
-                           stubborn], stderr=subprocess.PIPE, text=True)
-    lib._procs.append(tr)
-    time.sleep(1.5)
+    tr = lib.start_tracer("-o", out, "-u", "other:libc.so.6:nanosleep", "--", stubborn)
     tr.send_signal(signal.SIGTERM)
     time.sleep(2)
     assert tr.poll() is None  # the command ignored it: tracer waits, and says so ...
     tr.send_signal(signal.SIGTERM)  # ... until the second signal
-    _, err = tr.communicate(timeout=10)
+    _, err = tr.communicate(timeout=30)
+    err = "".join(tr.stderr_lines) + err
     assert tr.returncode == 128 + signal.SIGKILL, (tr.returncode, err)
     assert "waiting for" in err and "Ctrl-C again, or SIGTERM, kills it" in err, err
     assert "killing" in err, err
     trace, text = load_trace(out)
     assert trace["metadata"]["stop_reason"] == "SIGTERM", trace["metadata"]
+
+
+def test_sigterm_while_setting_up_leaves_nothing_running(tmp):
+    """kill -TERM tracer before it records (loading its programs): it stops there with one
+    line, and the command it launched, held at its start, does not go on untraced. Before, tracer
+    died at once and the command ran on, orphaned."""
+    marker = "987.25"  # sleep's argument: names the command among the machine's processes
+    out = os.path.join(tmp, "t.json")
+    for delay in (0.05, 0.3):
+        tr = subprocess.Popen([lib.TRACER, "-o", out, "-u", "other:libc.so.6:nanosleep", "--",
+                               "sleep", marker], stderr=subprocess.PIPE, text=True)
+        lib._procs.append(tr)
+        time.sleep(delay)
+        tr.send_signal(signal.SIGTERM)
+        _, err = tr.communicate(timeout=60)
+        if "Ctrl-C to stop" in err:  # it was recording already: the command got it too
+            assert tr.returncode == 128 + signal.SIGTERM, (tr.returncode, err)
+            assert load_trace(out)[0]["metadata"]["stop_reason"] == "SIGTERM"
+        else:
+            assert tr.returncode == 1, (tr.returncode, err)
+            assert "Terminated while setting up: stopped before recording, nothing written" \
+                in err, err
+        left = subprocess.run(["pgrep", "-f", f"^sleep {marker}$"], capture_output=True,
+                              text=True).stdout.split()
+        assert not left, (delay, left, err)
 
 
 def test_stack_switching_program_unharmed(tmp):

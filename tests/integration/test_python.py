@@ -315,13 +315,10 @@ def test_busy_children_named_without_follow(tmp):
     """-p on a parent whose work runs in a multiprocessing.Pool: without --follow the verdict
     sees only the waiting parent, so the busy workers are named after it, with --follow to trace
     them; with --follow they are traced and not named."""
-    p = subprocess.Popen([PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "8"],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    _procs.append(p)
-    line = p.stdout.readline().split()
-    assert line and line[0] == "ready", line
-    pid, workers = int(line[1]), [int(w) for w in line[2:]]
-    assert len(workers) == 2, line
+    p, (pid, *workers) = lib.start_ready(
+        [PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "8"],
+        stderr=subprocess.DEVNULL)
+    assert len(workers) == 2, workers
     rc, err = lib.run_tracer("-p", pid, "-d", "2", "-o", os.path.join(tmp, "pool.json"))
     assert rc == 0, err
     named = [l for l in err.splitlines() if l.startswith("not traced: ")]
@@ -359,11 +356,7 @@ time.sleep(60)
 def test_foreign_thread_keeps_its_kernel_name(tmp):
     """A thread threading did not start is "Dummy-N" to Python: its kernel name ("queue0:src",
     as GStreamer names its streaming threads) is the one shown, not Dummy-1."""
-    p = subprocess.Popen([PYTHON, "-c", FOREIGN], stdout=subprocess.PIPE, text=True)
-    _procs.append(p)
-    line = p.stdout.readline().split()
-    assert line and line[0] == "ready", line
-    pid, tid = int(line[1]), int(line[2])
+    p, (pid, tid) = lib.start_ready([PYTHON, "-c", FOREIGN])
     out = os.path.join(tmp, "foreign.json")
     rc, err = lib.run_tracer("-p", pid, "-d", "1", "-o", out)
     assert rc == 0, err

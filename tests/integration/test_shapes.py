@@ -14,11 +14,8 @@ from lib import (_procs, check_format, finish_tracer, load_trace, sigusr1, spans
 
 
 def start(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    _procs.append(p)
-    line = p.stdout.readline().split()
-    assert line and line[0] == "ready", line
-    return p, int(line[1])
+    p, ids = lib.start_ready(cmd)
+    return p, ids[0]
 
 
 def pack(tmp, name, probes):
@@ -268,6 +265,28 @@ def test_cxx_calls_end_at_their_exits_no_warning(tmp):
     assert check_format(trace, text) == []
     instants = [e for e in trace["traceEvents"] if e["ph"] == "i" and e["name"] == "onnx::Conv::Compute"]
     assert len(instants) > 100 and not spans(trace)
+    p.kill()
+
+
+def test_cxx_exits_found_while_another_tool_probes_them(tmp):
+    """Another tracer probing every process (-a) puts its int3 on the same function's entry and
+    exits, in every private mapping of the file that could run code, a reader's too: the code
+    must be read as it is on disk, or the exits are not found and the calls become instants."""
+    out, other = os.path.join(tmp, "x.json"), os.path.join(tmp, "other.json")
+    p, pid = start([lib.target("cxx_ops"), "--wait-signal", "--iterations", "0", "--us", "200"])
+    sigusr1(pid)
+    spec = "operator:cxx_ops:onnx::Conv*::Compute"
+    sys_wide = lib.start_tracer("-a", "-u", spec, "-o", other)
+    rc, err = lib.run_tracer("-p", pid, "-u", spec, "-d", "1", "-o", out)
+    sys_wide.send_signal(signal.SIGINT)
+    assert lib.finish_tracer(sys_wide)[0] == 0
+    assert rc == 0 and "entry-only" not in err, err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    conv = [e for e in spans(trace) if e["name"] == "onnx::Conv::Compute"]
+    instants = [e for e in trace["traceEvents"] if e["ph"] == "i" and e["name"] == "onnx::Conv::Compute"]
+    assert len(conv) > 20 and not instants, (len(conv), len(instants))
+    assert [x["exits"] for x in trace["metadata"]["probes"]] == [1]
     p.kill()
 
 

@@ -152,11 +152,7 @@ def run_list(*args):
 def test_more_usdt_probes_with_arguments_than_the_bpf_side_holds(tmp):
     """4,352 USDT sites with an argument, where the BPF side keeps 4,096 argument layouts: the
     probes past it are still recorded, without their argument, and one line says how many."""
-    p = subprocess.Popen([target("usdt_many"), "3"], stdout=subprocess.PIPE, text=True)
-    _procs.append(p)
-    line = p.stdout.readline().split()
-    assert line and line[0] == "ready", line
-    pid = int(line[1])
+    p, (pid,) = lib.start_ready([target("usdt_many"), "3"])
     pack = os.path.join(tmp, "many.json")
     with open(pack, "w") as f:
         json.dump({"name": "many", "description": "test", "probes": [

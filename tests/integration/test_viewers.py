@@ -285,6 +285,56 @@ def test_speedscope_reports_broken_files(tmp):
     assert any('Tried to end "a"' in w for w in warnings), warnings
 
 
+def test_speedscope_loads_the_export(tmp):
+    """tracer export --speedscope opened in speedscope: a profile per thread, and in each one's
+    sandwich exactly its span names, one row each (speedscope's Chrome importer makes a frame
+    per name and args: every decode_frame call, whose frame argument differs, its own row)."""
+    viewer = speedscope_dir()
+    path, trace = record(tmp, "--frames", "24", "--bottleneck", "decode")
+    out = os.path.join(tmp, "pipeline.speedscope.json")
+    p = subprocess.run([lib.TRACER, "export", path, "--speedscope", "-o", out],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    want = {title: {n.split(" {")[0] for n in names}
+            for title, names in expected_profiles(trace).items()}
+    every_name = set().union(*want.values())
+    assert any(n.startswith("decode_frame {") for v in expected_profiles(trace).values()
+               for n in v), "no decode_frame with args to tell the importers apart"
+    os.symlink(viewer, os.path.join(tmp, "viewer"))
+    shot = os.path.join(tmp, "speedscope-export.png")
+    with http_server(tmp) as base, \
+            cdp.Browser(os.path.join(tmp, "chromium"), log=os.path.join(tmp, "chromium.log")) as b:
+        b.call("Runtime.enable")
+        state = open_in_speedscope(b, base, os.path.basename(out))
+        assert not state["error"], state["text"]
+        _, index, count = state["toolbar"]
+        assert (index, count) == (1, len(want)), (state["toolbar"], want.keys())
+        seen = set()
+        for i in range(1, count + 1):
+            name = b.wait_for(f"(() => {{ const m = document.body.innerText.match("
+                              f"/^(.*) \\({i}\\/{count}\\)$/m); return m && m[1]; }})()")
+            assert name in want, f"profile {i}: {name!r} is not a thread of the trace"
+            seen.add(name)
+            b.press("3")
+            lines = settle(b, "document.body.innerText.includes('Symbol Name') &&"
+                           " document.body.innerText.split('\\n')",
+                           lambda got: [x.strip() for x in got or ()],
+                           lambda got: {x for x in got if x in every_name} == want[name])
+            assert {x for x in lines if x in every_name} == want[name], (name, lines)
+            assert not [x for x in lines if x.startswith(tuple(n + " {" for n in every_name))], \
+                (name, lines)
+            if i == 1:
+                b.screenshot(shot)
+                artifact(shot, "speedscope-export.png")
+            b.press("n")
+            if i < count:
+                assert b.wait_for(f"document.body.innerText.includes('({i + 1}/{count})')")
+            b.press("1")
+        assert seen == set(want)
+        warnings = nesting_warnings(b)
+        assert not warnings, warnings[:3]
+
+
 def subcommands():
     """The subcommands tracer has, as `tracer help` lists them (main dispatches from that table)."""
     p = subprocess.run([lib.TRACER, "help"], capture_output=True, text=True)
@@ -361,6 +411,8 @@ def test_bash_completion(tmp):
     if "report" in subcommands():
         open(os.path.join(tmp, "run-notes.txt"), "w").close()
         assert complete(["tracer", "report", os.path.join(tmp, "run-")]) == [
+            os.path.join(tmp, "run-trace.json")]
+        assert complete(["tracer", "diff", "a.json", os.path.join(tmp, "run-")]) == [
             os.path.join(tmp, "run-trace.json")]
         synopsis = subprocess.run([lib.TRACER, "report", "--help"], capture_output=True,
                                   text=True).stdout
@@ -445,7 +497,7 @@ class _Fetches(html.parser.HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         if tag in ("script", "link", "img", "iframe", "object", "embed", "video", "audio",
-                   "source", "image", "use"):
+                   "source", "image", "use") and not (tag == "script" and "src" not in dict(attrs)):
             self.found.append(f"<{tag}>")
         for k, v in attrs:
             if k in ("src", "href", "srcset", "xlink:href", "poster", "data") or \
@@ -462,7 +514,7 @@ class _Fetches(html.parser.HTMLParser):
 
 
 def assert_self_contained(page):
-    """Nothing to fetch: no script, link, image, frame, CSS url() or import."""
+    """Nothing to fetch: no script from a file, link, image, frame, CSS url() or import."""
     p = _Fetches()
     p.feed(page)
     p.close()
@@ -483,7 +535,7 @@ def page_facts(browser):
             drawn: [...s.querySelectorAll('rect.bar')].every(r => r.getBBox().height >= 1)}));
         return {title: document.title, verdict: document.getElementById('verdict').textContent,
                 text: document.body.innerText, stages, hists,
-                scripts: document.scripts.length,
+                scripts: [...document.scripts].filter(s => s.src).length,
                 loaded: performance.getEntriesByType('resource').map(e => e.name)};
     })()""")
 
@@ -499,6 +551,7 @@ def test_html_report(tmp):
         b.open("file://" + out)
         assert b.wait_for("document.readyState === 'complete'")
         facts = page_facts(b)
+        timeline = b.eval("window.tracerTimeline")
         b.screenshot(shot, full_page=True)
         artifact(shot, "report-pipeline.png")
     assert facts["loaded"] == [] and facts["scripts"] == 0, facts["loaded"]
@@ -521,6 +574,11 @@ def test_html_report(tmp):
         assert h["count"] == h["bars"] == g["count"] and h["drawn"], (h, g)
     assert {"decode_frame", "Wait on Input Queue", "write_frame"} <= {h["group"] for h in
                                                                      facts["hists"]}
+    # the timeline (tests/integration/test_timeline.py checks it in depth): a lane per thread,
+    # each with its state strip, spans drawn on the pipeline's stages
+    assert sorted(l["tid"] for l in timeline["lanes"]) == sorted(t["tid"] for t in rep["threads"])
+    assert all(l["stateSegments"] > 0 for l in timeline["lanes"]), timeline
+    assert sum(l["spanBoxes"] > 0 for l in timeline["lanes"]) >= 4, timeline
 
 
 def test_html_report_escapes_names(tmp):

@@ -6,7 +6,10 @@ sleep outside spans, and now and then stall for a long span. Spans are written w
 scheduler lines in time order, as the recorder does, so it exercises everything `tracer report`
 keeps bounded. Deterministic for a seed.
 
-    python3 tests/integration/tracegen.py -o big.json --size 1G [--seed 1] [--threads 8]
+    python3 tests/integration/tracegen.py -o big.json --size 1G [--seed 1] [--threads 8] [--flows]
+
+--flows adds the recorder's wake-up arrows (flow events from waker to woken thread) and a
+queue-depth counter; without it the output is what the golden traces were made from.
 """
 import argparse
 import heapq
@@ -25,9 +28,16 @@ def secs(ns):
     return f"{ns // 1000000000}.{ns % 1000000000:09d}"
 
 
+FLOWS = False  # --flows
+
+
 class Thread:
-    def __init__(self, pid, tid, name, kind, rng):
+    flow_id = 0
+    waits = 0
+
+    def __init__(self, pid, tid, name, kind, rng, slow=1.0):
         self.pid, self.tid, self.name, self.kind, self.rng = pid, tid, name, kind, rng
+        self.slow = slow  # its work takes this many times longer
         self.cpu = tid % CPUS
 
     def switch(self, t, state, out):
@@ -56,8 +66,21 @@ class Thread:
     def wait(self, name, t, d, spans, sched, others, blocked=False):
         """Sleeps d ns inside whatever span the caller opens; returns the end."""
         self.switch(t + 300, "D" if blocked else "S", sched)
-        self.woken(t + d - 2000, sched, self.rng.choice(others))
+        waker = self.rng.choice(others)
+        self.woken(t + d - 2000, sched, waker)
         self.switch_in(t + d - 1000, sched)
+        if FLOWS:  # the recorder's wake-up arrow and a queue-depth counter (no random draws)
+            Thread.flow_id += 1
+            Thread.waits += 1
+            fid, wake, back = Thread.flow_id, t + d - 2000, t + d - 1000
+            spans.append((back, f'{{"ph":"s","name":"wakeup","cat":"wakeup","id":{fid},'
+                                f'"ts":{us(wake)},"pid":{waker.pid},"tid":{waker.tid}}}'))
+            spans.append((back, f'{{"ph":"f","bp":"e","name":"wakeup","cat":"wakeup",'
+                                f'"id":{fid},"ts":{us(back)},"pid":{self.pid},'
+                                f'"tid":{self.tid}}}'))
+            spans.append((back, f'{{"ph":"C","name":"Input Queue","ts":{us(back)},'
+                                f'"pid":{self.pid},"tid":{self.pid},'
+                                f'"args":{{"depth":{Thread.waits % 7}}}}}'))
         return t + d
 
     def work(self, t, d, sched, others):
@@ -90,6 +113,7 @@ class Thread:
             d = rng.randrange(20, 80) * 1000000
         else:
             d = int(rng.expovariate(1 / (3000000 if self.kind == "decode" else 800000))) + 2000
+        d = int(d * self.slow)
         if self.kind == "op":
             ops = ("resize", "normalize", "infer")
             for op in ops:
@@ -111,14 +135,19 @@ class Thread:
         return t + 100, spans, sched
 
 
-def generate(out_path, size, seed=1, threads=8):
-    """Writes about size bytes; returns (spans, scheduler lines) written."""
+def generate(out_path, size, seed=1, threads=8, slow=None, flows=False):
+    """Writes about size bytes; returns (spans, scheduler lines) written (spans: all events).
+    slow: {kind: factor}, the work of the threads of a kind (reader, decode, op, writer) that
+    many times longer; flows: wake-up arrows and a queue-depth counter too."""
+    global FLOWS
+    FLOWS = flows
+    Thread.flow_id = Thread.waits = 0
     rng = random.Random(seed)
     pid = 4000
     names = ["reader"] + [f"decode-{i}" for i in range(max(1, (threads - 2) // 2))]
     names += [f"op-{i}" for i in range(max(1, threads - 2 - len(names) + 1))] + ["writer"]
-    ts = [Thread(pid, pid + 1 + i, n, n.split("-")[0], random.Random(rng.random()))
-          for i, n in enumerate(names)]
+    ts = [Thread(pid, pid + 1 + i, n, n.split("-")[0], random.Random(rng.random()),
+                 (slow or {}).get(n.split("-")[0], 1.0)) for i, n in enumerate(names)]
     heap = [(1000000 + i * 1000, i, t) for i, t in enumerate(ts)]
     pending = []  # (emit time, seq, kind, text)
     seq = 0
@@ -195,5 +224,9 @@ if __name__ == "__main__":
     ap.add_argument("--size", default="10M", help="approximate size: 200M, 1G")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--slow", action="append", default=[], metavar="KIND=FACTOR",
+                    help="make the work of a kind of thread (decode, op, ...) FACTOR times longer")
+    ap.add_argument("--flows", action="store_true", help="wake-up arrows and a counter too")
     a = ap.parse_args()
-    generate(a.output, parse_size(a.size), a.seed, a.threads)
+    generate(a.output, parse_size(a.size), a.seed, a.threads,
+             {k: float(v) for k, v in (x.split("=") for x in a.slow)}, a.flows)

@@ -229,6 +229,33 @@ static void test_dataloader(void)
 	CHECK(!stage__python_wait("decode_batch") && !stage__python_role("main"));
 }
 
+/* A busy pool thread without spans, woken mostly by the thread that hands it work, joins that
+ * thread's stage; one of another process, one woken by a thread without spans, or one that
+ * mostly sleeps, does not. */
+static void test_helpers_join(void)
+{
+	struct thread_time t[] = {
+		tt("worker", 300, 0, 0, 0, 700),  tt("python3", 950, 0, 0, 0, 50),
+		tt("python3", 940, 0, 0, 0, 60),  tt("reader", 50, 0, 900, 0, 50),
+		tt("python3", 900, 0, 0, 0, 100), tt("idle", 0, 0, 0, 0, 1000),
+		tt("python3", 900, 0, 0, 0, 100), tt("gst-launch", 5, 0, 0, 0, 995),
+	};
+	char names[8][STAGE_NAME_LEN];
+
+	for (int i = 0; i < 8; i++)
+		t[i].pid = 1, t[i].tid = 10 + i;
+	t[0].spans = 5, t[3].spans = 5;
+	t[1].woken_by = t[2].woken_by = 10; /* the worker's pool */
+	t[4].woken_by = 10, t[4].pid = 2;   /* another process */
+	t[6].woken_by = 15;		     /* a thread without spans */
+	t[7].woken_by = 10;		     /* asleep: it does none of the work */
+	CHECK(stages__names(t, 8, names) == 0);
+	CHECK_STR(names[1], "worker");
+	CHECK_STR(names[2], "worker");
+	CHECK(strcmp(names[4], "worker") && strcmp(names[6], "idle") && strcmp(names[7], "worker"));
+	CHECK(starts(verdict(t, 4, 2), "bottleneck: worker — busy 73%"));
+}
+
 static void test_verdicts(void)
 {
 	/* the sample pipeline, decode-bound: decoders busy, everyone else waits */
@@ -600,6 +627,7 @@ int main(void)
 	RUN(test_fold);
 	RUN(test_from_states);
 	RUN(test_grouping);
+	RUN(test_helpers_join);
 	RUN(test_threads_told_apart);
 	RUN(test_dataloader);
 	RUN(test_verdicts);

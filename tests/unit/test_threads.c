@@ -73,6 +73,41 @@ static void test_set_state(void)
 	thread__set_state(&t, TS_SLEEPING, 390);
 	CHECK(t.state_ns[TS_RUNNING] == 0);
 	CHECK(t.first_seen == 100 && t.last_seen == 400);
+	thread__forget_spans(&t);
+}
+
+/* IN-QUEUE is a share of the time whose state is known: a wait through a pause, a lost switch
+ * or before the first switch has its unknown part left out (it showed 100.6%). */
+static void test_queue_time_known_states_only(void)
+{
+	struct threads ts;
+	struct thread *t, *u;
+	uint64_t seen = 0;
+
+	threads__init(&ts);
+	t = threads__get(&ts, 1, 11);
+	thread__set_state(t, TS_SLEEPING, 1000);  /* first seen at 1000 */
+	thread__set_state(t, TS_UNKNOWN, 2000);   /* paused */
+	thread__queue_span(t, 2500, 2600);	  /* a nested wait ends while paused */
+	thread__set_state(t, TS_SLEEPING, 4000);  /* known again */
+	thread__queue_span(t, 500, 5000);	  /* waiting all along */
+	thread__queue_span(t, 5200, 5300);	  /* after it, all known */
+	threads__finish(&ts, 6000);
+	for (int s = TS_RUNNING; s < TS_MAX; s++)
+		seen += t->state_ns[s];
+	CHECK(seen == 3000);
+	/* [1000, 2000) and [4000, 5000), then 100 */
+	CHECK(t->queue_ns == 2100);
+	CHECK(t->queue_ns <= seen);
+	/* unknown to the end: a wait there is not counted either */
+	u = threads__get(&ts, 1, 12);
+	thread__set_state(u, TS_BLOCKED, 100);
+	thread__set_state(u, TS_UNKNOWN, 300);
+	thread__queue_span(u, 100, 900);
+	threads__finish(&ts, 1000);
+	CHECK(u->state_ns[TS_BLOCKED] == 200);
+	CHECK(u->queue_ns == 200);
+	threads__free(&ts);
 }
 
 static struct switch_rec sw(uint64_t ts, uint32_t prev_tid, uint32_t prev_state,
@@ -267,6 +302,7 @@ int main(int argc, char **argv)
 	RUN(test_get_grows);
 	RUN(test_get_new_thread);
 	RUN(test_set_state);
+	RUN(test_queue_time_known_states_only);
 	RUN(test_accounting);
 	RUN(test_switch_untraced_side);
 	RUN(test_wakeup_kinds);

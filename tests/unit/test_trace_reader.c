@@ -372,7 +372,17 @@ static void test_ftrace_lines(void)
 
 	CHECK(ftrace_line__parse(wk, strlen(wk), &l) == 0);
 	CHECK(l.kind == FT_WAKEUP && l.tid == 9 && l.tgid == -1 && l.cpu == 0);
-	CHECK(l.ts_ns == 12500000000ll && l.woken_tid == 11364);
+	CHECK(l.ts_ns == 12500000000ll && l.woken_tid == 11364 && !l.in_irq);
+	{ /* a wake-up in a hard or soft interrupt: the task is only the one it hit */
+		const char *hi = "  python3-7 (  7) [000] d.h2 1.5: sched_waking: comm=x pid=8 "
+				 "prio=120 target_cpu=000";
+		const char *si = "  python3-7 (  7) [000] d.s2 1.5: sched_waking: comm=x pid=8 "
+				 "prio=120 target_cpu=000";
+
+		CHECK(ftrace_line__parse(hi, strlen(hi), &l) == 0 && l.in_irq && l.tid == 7);
+		CHECK(ftrace_line__parse(si, strlen(si), &l) == 0 && l.in_irq);
+		CHECK(ftrace_line__parse(sw, strlen(sw), &l) == 0 && !l.in_irq);
+	}
 
 	CHECK(ftrace_line__parse(nw, strlen(nw), &l) == 0);
 	CHECK(l.kind == FT_WAKEUP_NEW && l.tid == 42 && l.tgid == -1 && l.woken_tid == 43);

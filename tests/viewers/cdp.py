@@ -194,9 +194,14 @@ class Browser:
                 params["text"] = key
             self.call("Input.dispatchKeyEvent", **params)
 
-    def screenshot(self, path, full_page=False):
+    def screenshot(self, path, full_page=False, clip=None):
+        """The viewport, the whole page, or clip (x, y, width, height in page pixels)."""
         params = {"format": "png"}
-        if full_page:
+        if clip:
+            params.update(captureBeyondViewport=True,
+                          clip={"x": clip[0], "y": clip[1], "width": clip[2],
+                                "height": clip[3], "scale": 1})
+        elif full_page:
             size = self.call("Page.getLayoutMetrics")["cssContentSize"]
             params.update(captureBeyondViewport=True,
                           clip={"x": 0, "y": 0, "width": size["width"],

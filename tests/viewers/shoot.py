@@ -6,8 +6,9 @@
       the trace in the offline speedscope viewer, on the first thread whose profile name
       contains NAME, in a view (time order by default), zoomed in K times (x2 each) around the
       middle
-  shoot.py page PAGE.html OUT.png [--max-height PX]
-      a page (tracer report --html), full length or cut at PX
+  shoot.py page PAGE.html OUT.png [--max-height PX] [--section ID]
+      a page (tracer report --html), full length or cut at PX; or from the element ID down
+      (at most PX, 800 by default)
 
 The viewer comes from `make viewers` (OUTPUT/viewers/node_modules/speedscope/dist/release)."""
 import argparse
@@ -76,7 +77,16 @@ def page(args, tmp):
         b.open("file://" + os.path.abspath(args.page))
         if not b.wait_for("document.readyState === 'complete'"):
             sys.exit("shoot.py: the page did not load")
-        if args.max_height:
+        if args.section:  # from the element's top, at most --max-height (default 800) tall
+            box = b.eval(f"(() => {{const e = document.getElementById({args.section!r}); "
+                         "if (!e) return null; const r = e.getBoundingClientRect(); "
+                         "return [r.left + scrollX, r.top + scrollY, "
+                         "document.documentElement.scrollHeight];})()")
+            if not box:
+                sys.exit(f"shoot.py: the page has no element #{args.section}")
+            height = min(args.max_height or 800, box[2] - box[1])
+            b.screenshot(args.out, clip=(0, box[1] - 4, args.width, height))
+        elif args.max_height:
             b.call("Emulation.setDeviceMetricsOverride", width=args.width,
                    height=args.max_height, deviceScaleFactor=1, mobile=False)
             b.screenshot(args.out)
@@ -99,6 +109,7 @@ def main():
     p.add_argument("page")
     p.add_argument("out")
     p.add_argument("--max-height", type=int)
+    p.add_argument("--section", help="the id of the element to start at (e.g. timeline)")
     for x in (s, p):
         x.add_argument("--width", type=int, default=1400 if x is s else 1000)
         x.add_argument("--height", type=int, default=800)

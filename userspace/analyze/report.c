@@ -37,6 +37,9 @@ static void thread_result(struct ctx *c, struct rthread *t, struct thread_time *
 	out->tid = t->tid;
 	out->role = t->role;
 	out->spans = t->spans;
+	/* no traced work of its own, and woken mostly by one thread: it works for that one */
+	if (!t->spans && t->waker_wakings * 2 > t->wakings)
+		out->woken_by = t->waker;
 	for (int k = 0; k < CAT_MAX; k++)
 		out->cat_ns[k] = len[k];
 	if (r->has_sched) {
@@ -63,14 +66,40 @@ static void thread_result(struct ctx *c, struct rthread *t, struct thread_time *
 	}
 }
 
-static int by_total(const void *a, const void *b)
-{
-	const struct report_group *x = *(const struct report_group *const *)a;
-	const struct report_group *y = *(const struct report_group *const *)b;
+struct ranked {
+	uint64_t key;
+	struct report_group *g;
+};
 
-	if (x->total_ns != y->total_ns)
-		return x->total_ns < y->total_ns ? 1 : -1;
-	return strcmp(x->key, y->key);
+static int by_key(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? 1 : -1;
+	if (x->g->total_ns != y->g->total_ns)
+		return x->g->total_ns < y->g->total_ns ? 1 : -1;
+	return strcmp(x->g->key, y->g->key);
+}
+
+/* Largest first by the chosen column; ties by total, then name, so the order is stable. */
+static void sort_groups(struct report *r, enum report_sort sort)
+{
+	struct ranked *v = xcalloc(r->ngroups + 1, sizeof(*v));
+
+	for (size_t i = 0; i < r->ngroups; i++) {
+		struct report_group *g = r->groups[i];
+
+		v[i].g = g;
+		v[i].key = sort == SORT_SELF	? g->self_ns :
+			   sort == SORT_TOTAL	? g->total_ns :
+			   sort == SORT_COUNT	? g->count :
+						  sketch__quantile(&g->sketch, 0.99);
+	}
+	qsort(v, r->ngroups, sizeof(*v), by_key);
+	for (size_t i = 0; i < r->ngroups; i++)
+		r->groups[i] = v[i].g;
+	free(v);
 }
 
 static int by_tid(const void *a, const void *b)
@@ -102,6 +131,8 @@ static void thread_groups(struct ctx *c, struct rthread **known, size_t n)
 		if (c->o->by == BY_THREAD) {
 			if (t->tid < 0)
 				snprintf(label, sizeof(label), "(no thread)");
+			else if (c->o->compare)
+				snprintf(label, sizeof(label), "%s", t->name[0] ? t->name : "?");
 			else
 				snprintf(label, sizeof(label), "%s (%" PRId64 ")",
 					 t->name[0] ? t->name : "?", t->tid);
@@ -112,7 +143,9 @@ static void thread_groups(struct ctx *c, struct rthread **known, size_t n)
 		}
 		g = group_get(c, label, "");
 		g->count += t->grp->count;
-		g->total_ns += t->grp->total_ns;
+		/* a thread's self times add up to the time its spans cover: nested spans once */
+		g->total_ns += t->grp->self_ns;
+		g->sum_ns += t->grp->sum_ns;
 		g->self_ns += t->grp->self_ns;
 		sketch__merge(&g->sketch, &t->grp->sketch);
 	}
@@ -188,7 +221,7 @@ int report__run(struct report *r, const struct report_opts *o, char *err, size_t
 	r->groups = xcalloc(HASH_COUNT(c->groups) + 1, sizeof(*r->groups));
 	HASH_ITER(hh, c->groups, g, gtmp)
 		r->groups[r->ngroups++] = g;
-	qsort(r->groups, r->ngroups, sizeof(*r->groups), by_total);
+	sort_groups(r, o->sort);
 out:
 	free(known);
 	return ret;

@@ -30,6 +30,9 @@ enum report_by { BY_NAME, BY_CATEGORY, BY_THREAD, BY_STAGE };
 #define REPORT_MAX_GROUPS 1000000
 #define REPORT_OTHER "(other names)"
 enum report_format { FMT_TABLE, FMT_CSV, FMT_JSON };
+/* The order of the groups: most self time first (the work itself, not the frames around it) by
+ * default; or total, count, p99. */
+enum report_sort { SORT_SELF, SORT_TOTAL, SORT_COUNT, SORT_P99 };
 
 struct report_opts {
 	const char *path;
@@ -37,6 +40,10 @@ struct report_opts {
 	enum report_format format;
 	long top; /* rows to show; 0 for all, -1 for the default (20 in tables, all otherwise) */
 	uint64_t min_dur_ns;
+	/* for tracer diff, --by thread / stage: the waits (queue, GIL spans) left out of the
+	 * groups, and threads keyed by name alone (tids differ from run to run) */
+	bool compare;
+	enum report_sort sort;
 };
 
 struct report_group {
@@ -44,12 +51,15 @@ struct report_group {
 	char cat[32]; /* by name: the category of its first span */
 	uint64_t count, total_ns;
 	uint64_t self_ns; /* total less the time of the spans nested directly inside */
+	/* the spans' durations added up: the mean. --by thread and stage, total_ns is the time
+	 * the spans cover instead, nested ones counted once (a thread is in one span at a time) */
+	uint64_t sum_ns;
 	struct sketch sketch;
 	UT_hash_handle hh; /* in the report's table of groups */
 };
 
 struct report {
-	struct report_group **groups; /* sorted by total, largest first */
+	struct report_group **groups; /* sorted by opts.sort, largest first */
 	size_t ngroups;
 	struct thread_time *threads; /* the pipeline's threads (named or with spans) */
 	size_t nthreads;
@@ -72,6 +82,10 @@ struct report {
 int report__run(struct report *r, const struct report_opts *o, char *err, size_t errlen);
 /* "name", "category", "thread", "stage": 0 or -EINVAL. */
 int report_by__parse(const char *s, enum report_by *by);
+/* "self", "total", "count", "p99": 0 or -EINVAL. */
+int report_sort__parse(const char *s, enum report_sort *sort);
+/* The order in words: "most self time", "largest total", ... ("... first"). */
+const char *report_sort__order(enum report_sort sort);
 void report__print(FILE *f, const struct report *r, const struct report_opts *o);
 void report__free(struct report *r);
 

@@ -52,6 +52,10 @@ struct rthread {
 	int64_t first_s, last_e; /* its spans' extent: its observed time without states */
 	enum rstate before; /* what its first scheduler event says it did until then */
 	bool born;	    /* its first event is sched_wakeup_new */
+	/* who wakes it (not from an interrupt): the candidate for a majority (Boyer-Moore) in
+	 * pass 1, its wakings and the candidate's share of them counted in pass 2 */
+	int64_t waker;
+	uint64_t waker_votes, wakings, waker_wakings;
 	/* the longest spans, merged into pieces per class */
 	struct big *b[NCLASS];
 	size_t nb[NCLASS];

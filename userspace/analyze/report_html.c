@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* The report as one HTML page. Everything is inline (CSS, SVG) and nothing is loaded: the page
- * opens from a mail attachment, an air-gapped machine or a CI artifact the same way. Charts are
- * SVG with <title> tooltips, and every number they show is also in a table. */
+/* The report as one HTML page. Everything is inline (CSS, SVG, script) and nothing is loaded:
+ * the page opens from a mail attachment, an air-gapped machine or a CI artifact the same way.
+ * Charts are SVG with <title> tooltips, and every number they show is also in a table; the
+ * timeline (timeline_html.c) is a canvas drawn by an inline script. */
 #include "analyze/report_html.h"
+#include "analyze/timeline_html.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -35,7 +37,7 @@ static const char *const share_classes[SH_MAX] = { "run", "rbl", "que", "blk", "
 
 static const char css[] =
 	"body{font:14px/1.45 system-ui,-apple-system,\"Segoe UI\",Roboto,\"DejaVu Sans\","
-	"sans-serif;color:#1d2327;background:#fff;margin:24px auto;max-width:980px;padding:0 16px}"
+	"sans-serif;color:#1d2327;background:#fff;margin:24px auto;max-width:1240px;padding:0 16px}"
 	"h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px "
 	"solid #dde1e4;padding-bottom:4px}h3{font-size:14px;margin:18px 0 2px}"
 	".meta{color:#58636b;margin:0}.note{color:#58636b;font-size:12px}"
@@ -57,7 +59,7 @@ static const char css[] =
 
 /* Text or attribute content: under the text rule (util/util.h), and every character HTML
  * gives a meaning is escaped. */
-static void put_esc(FILE *f, const char *text)
+void report_html__esc(FILE *f, const char *text)
 {
 	char *safe = text_safe_dup(text);
 
@@ -121,11 +123,11 @@ static void write_head(FILE *f, const struct report *r, const struct report_opts
 	      f);
 	fprintf(f, "<meta name=\"generator\" content=\"tracer %s\">\n<title>tracer report: ",
 		TRACER_VERSION);
-	put_esc(f, o->path);
+	report_html__esc(f, o->path);
 	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>tracer report</h1>\n"
 		   "<p class=\"meta\" id=\"summary\"><b>",
 		css);
-	put_esc(f, o->path);
+	report_html__esc(f, o->path);
 	fprintf(f, "</b>: %" PRIu64 " span%s", r->spans, plural_s(r->spans));
 	if (r->incomplete)
 		fprintf(f, " (%" PRIu64 " incomplete)", r->incomplete);
@@ -139,7 +141,7 @@ static void write_head(FILE *f, const struct report *r, const struct report_opts
 		      "killed?): this is the report of the complete events before the cut.</p>\n",
 		      f);
 	fputs("<p class=\"verdict\" id=\"verdict\">", f);
-	put_esc(f, r->verdict);
+	report_html__esc(f, r->verdict);
 	fputs("</p>\n", f);
 }
 
@@ -179,9 +181,9 @@ static void write_stages(FILE *f, const struct report *r)
 		double x = STAGE_LABEL_W;
 
 		fprintf(f, "<g class=\"stage\" data-stage=\"");
-		put_esc(f, s->name);
+		report_html__esc(f, s->name);
 		fprintf(f, "\">\n<text x=\"0\" y=\"%d\">", y + STAGE_ROW_H / 2 + 4);
-		put_esc(f, s->name);
+		report_html__esc(f, s->name);
 		fprintf(f, " (%u thread%s)</text>\n", s->threads, s->threads == 1 ? "" : "s");
 		if (!s->wall_ns) {
 			fprintf(f, "<text x=\"%d\" y=\"%d\">no activity observed</text>\n</g>\n",
@@ -197,7 +199,7 @@ static void write_stages(FILE *f, const struct report *r)
 			fprintf(f, "<rect class=\"%s\" data-share=\"%s\" data-value=\"%.4f\" "
 				   "x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\"><title>",
 				share_classes[k], share_names[k], share, x, y, bw, STAGE_ROW_H - 6);
-			put_esc(f, s->name);
+			report_html__esc(f, s->name);
 			fprintf(f, ": %s %.1f%% (%s of %s)</title></rect>\n",
 				share_label(k, states), 100 * share, dur(share_ns(s, k), w),
 				dur(s->wall_ns, all));
@@ -220,7 +222,7 @@ static void write_stages(FILE *f, const struct report *r)
 		const struct stage_stats *s = &r->stages[i];
 
 		fputs("<tr><td>", f);
-		put_esc(f, s->name);
+		report_html__esc(f, s->name);
 		fprintf(f, "</td><td>%u</td><td>%" PRIu64 "</td>", s->threads, s->spans);
 		for (int k = 0; k < SH_MAX; k++) {
 			double share = stage__share(s, share_ns(s, k));
@@ -289,7 +291,7 @@ static void write_histogram(FILE *f, const struct report_group *g, size_t idx)
 	bw = (double)(HIST_W - HIST_LEFT - HIST_RIGHT) / nbins;
 
 	fprintf(f, "<svg class=\"hist\" id=\"hist-%zu\" data-group=\"", idx);
-	put_esc(f, g->key);
+	report_html__esc(f, g->key);
 	fprintf(f, "\" data-count=\"%" PRIu64 "\" role=\"img\" aria-label=\"latency histogram\" "
 		   "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
 		s->count, HIST_W, HIST_H, HIST_W, HIST_H);
@@ -358,10 +360,10 @@ static void write_groups(FILE *f, const struct report *r, const struct report_op
 	size_t n = top && (size_t)top < r->ngroups ? (size_t)top : r->ngroups;
 	char w[32];
 
-	fprintf(f, "<h2>Latency by %s</h2>\n<p class=\"note\">Durations on a log scale, largest "
-		   "total first; counts and percentiles from a quantile sketch, within %g%% "
+	fprintf(f, "<h2>Latency by %s</h2>\n<p class=\"note\">Durations on a log scale, %s "
+		   "first; counts and percentiles from a quantile sketch, within %g%% "
 		   "(relative).",
-		by_title[o->by], 100 * SKETCH_REL_ERR);
+		by_title[o->by], report_sort__order(o->sort), 100 * SKETCH_REL_ERR);
 	if (o->min_dur_ns)
 		fprintf(f, " Spans under %s left out.", dur(o->min_dur_ns, w));
 	fputs("</p>\n", f);
@@ -375,12 +377,12 @@ static void write_groups(FILE *f, const struct report *r, const struct report_op
 		const struct report_group *g = r->groups[i];
 
 		fputs("<tr><td>", f);
-		put_esc(f, g->key);
+		report_html__esc(f, g->key);
 		fputs("</td><td>", f);
-		put_esc(f, o->by == BY_NAME ? g->cat : "");
+		report_html__esc(f, o->by == BY_NAME ? g->cat : "");
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td>", g->count, dur(g->total_ns, w));
 		fprintf(f, "<td>%s</td>", dur(g->self_ns, w));
-		fprintf(f, "<td>%s</td>", dur(g->count ? g->total_ns / g->count : 0, w));
+		fprintf(f, "<td>%s</td>", dur(g->count ? g->sum_ns / g->count : 0, w));
 		fprintf(f, "<td>%s</td>", dur(g->sketch.count ? g->sketch.min : 0, w));
 		for (size_t q = 0; q < sizeof(qs) / sizeof(qs[0]); q++)
 			fprintf(f, "<td>%s</td>", dur(sketch__quantile(&g->sketch, qs[q]), w));
@@ -394,7 +396,7 @@ static void write_groups(FILE *f, const struct report *r, const struct report_op
 		const struct report_group *g = r->groups[i];
 
 		fputs("<h3>", f);
-		put_esc(f, g->key);
+		report_html__esc(f, g->key);
 		fprintf(f, "</h3>\n<p class=\"meta\">%" PRIu64 " spans, total %s", g->count,
 			dur(g->total_ns, w));
 		fprintf(f, ", p50 %s", dur(sketch__quantile(&g->sketch, 0.5), w));
@@ -404,15 +406,29 @@ static void write_groups(FILE *f, const struct report *r, const struct report_op
 	}
 }
 
-int report_html__write(FILE *f, const struct report *r, const struct report_opts *o)
+int report_html__write(FILE *f, const struct report *r, const struct report_opts *o,
+		       const struct timeline *tl)
 {
 	write_head(f, r, o);
 	write_stages(f, r);
+	if (tl)
+		timeline_html__write(f, tl, r->start_ns, r->end_ns);
 	write_groups(f, r, o);
 	fprintf(f, "<p class=\"note\">Made by tracer %s from ", TRACER_VERSION);
-	put_esc(f, o->path);
-	fputs(". Open the trace itself in ui.perfetto.dev or chrome://tracing for the timeline."
+	report_html__esc(f, o->path);
+	fputs(". Open the trace itself in ui.perfetto.dev for every span of it."
 	      "</p>\n</body>\n</html>\n",
 	      f);
 	return fflush(f) || ferror(f) ? -EIO : 0;
+}
+
+/* For pages built from report parts (tracer diff). */
+const char *report_html__css(void)
+{
+	return css;
+}
+
+void report_html__stages(FILE *f, const struct report *r)
+{
+	write_stages(f, r);
 }

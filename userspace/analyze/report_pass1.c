@@ -53,6 +53,7 @@ static void group_add(struct report_group *g, uint64_t dur, uint64_t self)
 {
 	g->count++;
 	g->total_ns += dur;
+	g->sum_ns += dur;
 	g->self_ns += self;
 	sketch__add(&g->sketch, dur);
 }
@@ -221,6 +222,8 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 		break;
 	case BY_THREAD:
 	case BY_STAGE:
+		if (c->o->compare && (cls == CAT_QUEUE || cls == CAT_GIL))
+			return;
 		if (!t)
 			t = thread_get(c, -1); /* spans without a tid */
 		if (!t->grp)
@@ -284,6 +287,16 @@ static void first_sched(struct ctx *c, int64_t tid, enum rstate before, bool bor
 	t->born = born;
 }
 
+static void vote_waker(struct rthread *t, int64_t waker)
+{
+	if (!t->waker_votes)
+		t->waker = waker;
+	if (t->waker == waker)
+		t->waker_votes++;
+	else
+		t->waker_votes--;
+}
+
 static void p1_sched(struct ctx *c, const struct ftrace_line *l)
 {
 	struct report *r = c->r;
@@ -305,6 +318,9 @@ static void p1_sched(struct ctx *c, const struct ftrace_line *l)
 	case FT_WAKING:
 	case FT_WAKEUP:
 		first_sched(c, l->woken_tid, RS_SLEEPING, false);
+		if (l->kind == FT_WAKING && !l->in_irq && l->tid > 0 && l->tid != l->woken_tid &&
+		    l->woken_tid > 0)
+			vote_waker(thread_get(c, l->woken_tid), l->tid);
 		break;
 	case FT_WAKEUP_NEW:
 		first_sched(c, l->woken_tid, RS_DEAD, true);

@@ -28,6 +28,27 @@ int report_by__parse(const char *s, enum report_by *by)
 	return -EINVAL;
 }
 
+static const char *const sort_names[] = { "self", "total", "count", "p99" };
+
+int report_sort__parse(const char *s, enum report_sort *sort)
+{
+	for (size_t i = 0; i < sizeof(sort_names) / sizeof(sort_names[0]); i++) {
+		if (!strcmp(s, sort_names[i])) {
+			*sort = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *report_sort__order(enum report_sort sort)
+{
+	static const char *const order[] = { "most self time", "largest total", "most spans",
+					     "slowest p99" };
+
+	return order[sort];
+}
+
 static long rows(const struct report *r, const struct report_opts *o)
 {
 	long top = o->top < 0 ? (o->format == FMT_TABLE ? TABLE_TOP : 0) : o->top;
@@ -77,13 +98,18 @@ static void print_table(FILE *f, const struct report *r, const struct report_opt
 		fmt_duration(r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0, w, sizeof(w)));
 	if (r->cpus)
 		fprintf(f, ", %d CPU%s", r->cpus, plural_s(r->cpus));
-	fprintf(f, "\nSpans by %s, largest total first; percentiles from a quantile sketch, within "
+	fprintf(f, "\nSpans by %s, %s first; percentiles from a quantile sketch, within "
 		   "%g%% (relative)",
-		by_names[o->by], 100 * SKETCH_REL_ERR);
+		by_names[o->by], report_sort__order(o->sort), 100 * SKETCH_REL_ERR);
 	if (o->min_dur_ns)
 		fprintf(f, "; spans under %s left out", fmt_duration(o->min_dur_ns, w, sizeof(w)));
-	fprintf(f, "\nSELF: TOTAL less the time of the spans nested inside them\n\n"
-		   "%8s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s  %s\n",
+	if (o->by == BY_THREAD || o->by == BY_STAGE)
+		fputs("\nTOTAL: the time its threads spent inside spans, nested spans counted once "
+		      "(so SELF\nis the same); MEAN: of the spans' own durations",
+		      f);
+	else
+		fputs("\nSELF: TOTAL less the time of the spans nested inside them", f);
+	fprintf(f, "\n\n%8s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s  %s\n",
 		"COUNT", "TOTAL", "SELF", "MEAN", "MIN", "MAX", "P50", "P90", "P95", "P99", "P99.9",
 		o->by == BY_NAME ? "NAME" : o->by == BY_CATEGORY ? "CATEGORY" :
 		o->by == BY_THREAD ? "THREAD" : "STAGE");
@@ -93,7 +119,7 @@ static void print_table(FILE *f, const struct report *r, const struct report_opt
 
 		fprintf(f, "%8" PRIu64 " %6s %6s %6s %6s %6s", g->count,
 			fmt_duration(g->total_ns, b[0], 32), fmt_duration(g->self_ns, b[6], 32),
-			fmt_duration(g->total_ns / g->count, b[1], 32),
+			fmt_duration(g->sum_ns / g->count, b[1], 32),
 			fmt_duration(g->sketch.min, b[2], 32),
 			fmt_duration(g->sketch.max, b[3], 32));
 		for (size_t q = 0; q < NQ; q++) {
@@ -136,7 +162,7 @@ static void print_csv(FILE *f, const struct report *r, const struct report_opts 
 		fputc(',', f);
 		csv_str(f, g->cat);
 		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
-			g->count, g->total_ns, g->self_ns, g->total_ns / g->count, g->sketch.min,
+			g->count, g->total_ns, g->self_ns, g->sum_ns / g->count, g->sketch.min,
 			g->sketch.max);
 		for (size_t q = 0; q < NQ; q++)
 			fprintf(f, ",%" PRIu64, sketch__quantile(&g->sketch, quantiles[q]));
@@ -154,11 +180,11 @@ static void print_json(FILE *f, const struct report *r, const struct report_opts
 	fprintf(f, ",\"spans\":%" PRIu64 ",\"incomplete\":%" PRIu64 ",\"start_ns\":%" PRId64
 		   ",\"end_ns\":%" PRId64 ",\"cpus\":%d,\"scheduler_states\":%s,\"truncated\":%s,"
 		   "\"approximate_spans\":%" PRIu64 ",\"folded_spans\":%" PRIu64
-		   ",\"group_by\":\"%s\",\"relative_error\":%g,"
+		   ",\"group_by\":\"%s\",\"sort_by\":\"%s\",\"relative_error\":%g,"
 		   "\"min_dur_ns\":%" PRIu64 ",\"groups\":[",
 		r->spans, r->incomplete, r->start_ns, r->end_ns, r->cpus,
 		r->has_sched ? "true" : "false", r->truncated ? "true" : "false", r->approx,
-		r->folded, by_names[o->by], SKETCH_REL_ERR, o->min_dur_ns);
+		r->folded, by_names[o->by], sort_names[o->sort], SKETCH_REL_ERR, o->min_dur_ns);
 	for (long i = 0; i < nrows; i++) {
 		const struct report_group *g = r->groups[i];
 
@@ -170,7 +196,7 @@ static void print_json(FILE *f, const struct report *r, const struct report_opts
 		}
 		fprintf(f, ",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64
 			   ",\"mean_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64,
-			g->count, g->total_ns, g->self_ns, g->total_ns / g->count, g->sketch.min,
+			g->count, g->total_ns, g->self_ns, g->sum_ns / g->count, g->sketch.min,
 			g->sketch.max);
 		for (size_t q = 0; q < NQ; q++)
 			fprintf(f, ",\"%s\":%" PRIu64, qnames[q],

@@ -233,6 +233,10 @@ static void p2_sched(struct ctx *c, const struct ftrace_line *l)
 	case FT_WAKEUP:
 	case FT_WAKEUP_NEW:
 		t = l->woken_tid > 0 ? thread_find(c, l->woken_tid) : NULL;
+		if (t && l->kind == FT_WAKING && !l->in_irq && l->tid > 0 && l->tid != l->woken_tid) {
+			t->wakings++;
+			t->waker_wakings += l->tid == t->waker;
+		}
 		if (t && t->known &&
 		    (!t->started || (t->state != RS_RUNNING && t->state != RS_RUNNABLE)))
 			set_state(t, RS_RUNNABLE, l->ts_ns);

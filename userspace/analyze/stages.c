@@ -10,6 +10,7 @@
 #define SATURATED 0.60	   /* a stage busier than this bounds the pipeline */
 #define QUEUE_EVIDENCE 0.20 /* a queue wait worth naming as evidence */
 #define GIL_BOUND 0.25	    /* a stage waiting this much to take the GIL back: Python serializes */
+#define HELPER_BUSY 0.25    /* a helper pool's thread busy this much works for who wakes it */
 /* Threads wanting a CPU per CPU, in the whole pipeline or in its busiest stage alone: more than
  * this is CPU starvation by the pipeline's own threads. Less, with threads waiting for a CPU,
  * is other processes taking it (or a stage as wide as the machine: the stage is the limit). */
@@ -214,6 +215,41 @@ static void stage_key(const struct namesake *s, struct tally name, struct tally 
 		snprintf(key + o, len - o, " (%s)", category__name(s->work));
 }
 
+static int by_tid(const void *a, const void *b)
+{
+	const struct thread_time *x = *(const struct thread_time *const *)a;
+	const struct thread_time *y = *(const struct thread_time *const *)b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* A helper pool's thread (OpenCV's, a BLAS library's: no spans of its own, named as its process)
+ * is woken mostly by the thread that hands it the work and then waits for it: it joins that
+ * thread's stage, so that the stage's time includes the work it farmed out. */
+static void join_helpers(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])
+{
+	const struct thread_time **by = malloc((n ? n : 1) * sizeof(*by));
+
+	if (!by)
+		return; /* each stays its own */
+	for (size_t i = 0; i < n; i++)
+		by[i] = &t[i];
+	qsort(by, n, sizeof(*by), by_tid);
+	for (size_t i = 0; i < n; i++) {
+		struct thread_time key = { .tid = t[i].woken_by };
+		const struct thread_time *k = &key, **w;
+
+		/* a thread that mostly sleeps (a main loop woken by its streaming thread's bus
+		 * messages) does none of the stage's work: it would only water its shares down */
+		if (!t[i].woken_by || t[i].role || thread_busy(&t[i]) < HELPER_BUSY)
+			continue;
+		w = bsearch(&k, by, n, sizeof(*by), by_tid);
+		if (w && (*w)->pid == t[i].pid && (*w)->spans && *w != &t[i])
+			memcpy(names[i], names[*w - t], STAGE_NAME_LEN);
+	}
+	free(by);
+}
+
 /* Sorted by folded name and pid, so that each thread's namesakes are its neighbours: n log n
  * for tens of thousands of short-lived threads. */
 int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])
@@ -247,6 +283,7 @@ int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAM
 				stage_key(&v[i], name, proc, names[v[i].idx], STAGE_NAME_LEN);
 		}
 	}
+	join_helpers(t, n, names);
 	free(v);
 	free(folded);
 	return 0;

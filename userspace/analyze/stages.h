@@ -29,6 +29,7 @@ struct thread_time {
 	uint64_t idle_ns;	/* sleeping outside queue spans */
 	uint64_t cat_ns[CAT_MAX]; /* inside spans of each category (categories may overlap) */
 	uint64_t spans;
+	int64_t woken_by; /* without spans of its own: the thread that wakes it most (a majority) */
 	/* false: the trace has no scheduler states; then running_ns is the time inside spans
 	 * that are not queue spans, idle_ns the rest of the time from its first span to its
 	 * last, and runnable_ns and blocked_ns are 0 */

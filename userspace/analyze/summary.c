@@ -14,19 +14,37 @@ void summary__init(struct summary *s)
 	s->names = xcalloc(SUMMARY_MAX_NAMES + 1, sizeof(*s->names));
 }
 
+/* A name past the first SUMMARY_MAX_NAMES: remembered (up to a bound) to say how many there
+ * were, its spans counted in SUMMARY_OTHER. */
+static void note_folded(struct summary *s, const char *name)
+{
+	struct folded_name *fn;
+	size_t len = strlen(name);
+
+	HASH_FIND(hh, s->folded, name, len, fn);
+	if (fn)
+		return;
+	s->nfolded++;
+	if (s->nfolded > SUMMARY_MAX_FOLDED)
+		return;
+	fn = xcalloc(1, sizeof(*fn) + len + 1);
+	memcpy(fn->name, name, len);
+	HASH_ADD_KEYPTR(hh, s->folded, fn->name, len, fn);
+}
+
 static struct span_stats *stats_of(struct summary *s, const char *name, enum category cat)
 {
-	static const char other[] = "(other names)";
 	struct span_stats *st;
 
 	HASH_FIND_STR(s->by_name, name, st);
 	if (st)
 		return st;
 	if (s->nnames >= SUMMARY_MAX_NAMES) {
-		HASH_FIND_STR(s->by_name, other, st);
+		note_folded(s, name);
+		HASH_FIND_STR(s->by_name, SUMMARY_OTHER, st);
 		if (st)
 			return st;
-		name = other;
+		name = SUMMARY_OTHER;
 	}
 	st = xcalloc(1, sizeof(*st));
 	st->name = xstrdup(name);
@@ -37,24 +55,47 @@ static struct span_stats *stats_of(struct summary *s, const char *name, enum cat
 	return st;
 }
 
-void summary__span(struct summary *s, const char *name, enum category cat, uint64_t dur_ns,
-		   uint64_t self_ns, bool incomplete)
+void summary__span(struct summary *s, const char *name, enum category cat, uint64_t start_ns,
+		   uint64_t end_ns, uint64_t self_ns, bool incomplete)
 {
 	struct span_stats *st = stats_of(s, name, cat);
+	uint64_t dur_ns = end_ns > start_ns ? end_ns - start_ns : 0;
 
 	st->count++;
 	st->total_ns += dur_ns;
 	st->self_ns += self_ns;
 	st->incomplete += incomplete;
 	sketch__add(&st->sketch, dur_ns);
+	/* the live view's interval gets the span's part inside it (its self time spread evenly):
+	 * a call of 1.9 s ending in a frame of 1 s was 190% of one CPU there */
+	if (end_ns > s->recent_from && dur_ns)
+		st->recent_self_ns +=
+			start_ns >= s->recent_from
+				? self_ns
+				: (uint64_t)((double)self_ns * (end_ns - s->recent_from) / dur_ns);
 }
 
-static int by_total(const void *a, const void *b)
+/* Most self time first: the work itself leads, not the frames that only wrap it. */
+static int by_self(const void *a, const void *b)
 {
 	const struct span_stats *x = *(const struct span_stats *const *)a;
 	const struct span_stats *y = *(const struct span_stats *const *)b;
 
+	if (x->self_ns != y->self_ns)
+		return x->self_ns < y->self_ns ? 1 : -1;
 	return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : 0;
+}
+
+/* What SUMMARY_OTHER holds, said under the table that shows it. */
+static void print_folded(FILE *f, const struct summary *s)
+{
+	if (!s->nfolded)
+		return;
+	fprintf(f, "%s: the spans of %s%zu more names, counted together past the first %d "
+		   "distinct names (memory stays bounded); tracer report FILE shows each\n",
+		SUMMARY_OTHER, s->nfolded > SUMMARY_MAX_FOLDED ? "over " : "",
+		s->nfolded > SUMMARY_MAX_FOLDED ? (size_t)SUMMARY_MAX_FOLDED : s->nfolded,
+		SUMMARY_MAX_NAMES);
 }
 
 static void print_spans(FILE *f, const struct summary *s)
@@ -64,7 +105,7 @@ static void print_spans(FILE *f, const struct summary *s)
 
 	for (size_t i = 0; i < s->nnames; i++)
 		order[i] = s->names[i];
-	qsort(order, s->nnames, sizeof(*order), by_total);
+	qsort(order, s->nnames, sizeof(*order), by_self);
 	/* SELF: less the spans nested inside; the name last and whole, as perf prints symbols */
 	fprintf(f, "%8s %8s %8s %8s %8s %8s %8s  %-8s  %s\n", "COUNT", "TOTAL", "SELF", "MEAN",
 		"P50", "P99", "MAX", "CATEGORY", "SPAN");
@@ -82,6 +123,7 @@ static void print_spans(FILE *f, const struct summary *s)
 			fmt_duration(st->sketch.max, b[4], 32), category__name(st->cat),
 			printable(st->name, safe, sizeof(safe)));
 	}
+	print_folded(f, s);
 	free(order);
 }
 
@@ -91,7 +133,7 @@ static int by_recent_self(const void *a, const void *b)
 {
 	const struct span_stats *x = *(const struct span_stats *const *)a;
 	const struct span_stats *y = *(const struct span_stats *const *)b;
-	uint64_t rx = x->self_ns - x->shown_self_ns, ry = y->self_ns - y->shown_self_ns;
+	uint64_t rx = x->recent_self_ns, ry = y->recent_self_ns;
 
 	if ((x->cat == CAT_QUEUE) != (y->cat == CAT_QUEUE))
 		return x->cat == CAT_QUEUE ? 1 : -1;
@@ -100,7 +142,28 @@ static int by_recent_self(const void *a, const void *b)
 	return x->self_ns < y->self_ns ? 1 : x->self_ns > y->self_ns ? -1 : 0;
 }
 
-void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, size_t rows)
+/* top --sort total|count|p99, since the start (the waits last too); qsort has no context */
+static int sort_key;
+
+static int by_key(const void *a, const void *b)
+{
+	const struct span_stats *x = *(const struct span_stats *const *)a;
+	const struct span_stats *y = *(const struct span_stats *const *)b;
+	uint64_t kx, ky;
+
+	if ((x->cat == CAT_QUEUE) != (y->cat == CAT_QUEUE))
+		return x->cat == CAT_QUEUE ? 1 : -1;
+	kx = sort_key == SORT_TOTAL ? x->total_ns :
+	     sort_key == SORT_COUNT ? x->count : sketch__quantile(&x->sketch, 0.99);
+	ky = sort_key == SORT_TOTAL ? y->total_ns :
+	     sort_key == SORT_COUNT ? y->count : sketch__quantile(&y->sketch, 0.99);
+	if (kx != ky)
+		return kx < ky ? 1 : -1;
+	return by_recent_self(a, b);
+}
+
+void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, uint64_t now,
+			   int sort, size_t rows)
 {
 	const struct span_stats **order = xcalloc(s->nnames + 1, sizeof(*order));
 	char b[3][32], safe[4 * SPAN_NAME_LEN + 256];
@@ -109,7 +172,8 @@ void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, siz
 	for (size_t i = 0; i < s->nnames; i++)
 		if (s->names[i]->count)
 			order[n++] = s->names[i];
-	qsort(order, n, sizeof(*order), by_recent_self);
+	sort_key = sort;
+	qsort(order, n, sizeof(*order), sort == SORT_SELF ? by_recent_self : by_key);
 	/* RATE and SELF% over the last interval (SELF% of one CPU); the rest since the start.
 	 * Narrow enough to leave an 80-column window room for the names. */
 	fprintf(f, "%8s %6s %8s %8s %8s %8s  %s\n", "RATE/s", "SELF%", "COUNT", "SELF", "P50",
@@ -119,7 +183,7 @@ void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, siz
 		double secs = interval_ns ? interval_ns / 1e9 : 1;
 
 		fprintf(f, "%8.0f %5.1f%% %8llu %8s %8s %8s  %s\n", (st->count - st->shown_count) / secs,
-			100.0 * (st->self_ns - st->shown_self_ns) / (secs * 1e9),
+			100.0 * st->recent_self_ns / (secs * 1e9),
 			(unsigned long long)st->count, fmt_duration(st->self_ns, b[0], 32),
 			fmt_duration(sketch__quantile(&st->sketch, 0.5), b[1], 32),
 			fmt_duration(sketch__quantile(&st->sketch, 0.99), b[2], 32),
@@ -127,10 +191,14 @@ void summary__print_recent(FILE *f, struct summary *s, uint64_t interval_ns, siz
 	}
 	if (!n)
 		fprintf(f, "(no spans yet)\n");
+	for (size_t i = 0; i < n && i < rows; i++)
+		if (!strcmp(order[i]->name, SUMMARY_OTHER))
+			print_folded(f, s);
 	for (size_t i = 0; i < s->nnames; i++) {
 		s->names[i]->shown_count = s->names[i]->count;
-		s->names[i]->shown_self_ns = s->names[i]->self_ns;
+		s->names[i]->recent_self_ns = 0;
 	}
+	s->recent_from = now;
 	free(order);
 }
 
@@ -198,7 +266,7 @@ static void print_processes(FILE *f, const struct thread **order, size_t n)
 	}
 	fprintf(f, "\n%-16s %7s %8s %9s\n", "PROCESS", "PID", "THREADS", "SPANS");
 	for (size_t i = 0; i < shown; i++) {
-		char name[4 * COMM_LEN + 8];
+		char name[4 * THREAD_NAME_LEN + 8];
 
 		fprintf(f, "%-16s %7d %8zu %9llu\n", printable(rows[i].comm, name, sizeof(name)),
 			rows[i].pid, rows[i].threads, rows[i].spans);
@@ -242,7 +310,7 @@ static void print_threads(FILE *f, const struct threads *ts)
 		"SLEEPING", "BLOCKED", "IN-QUEUE", "SPANS");
 	for (size_t i = 0; i < shown; i++) {
 		const struct thread *t = order[i];
-		char name[4 * COMM_LEN + 8];
+		char name[4 * THREAD_NAME_LEN + 8];
 		uint64_t seen = 0;
 
 		printable(t->name, name, sizeof(name));
@@ -276,7 +344,7 @@ static void print_threads(FILE *f, const struct threads *ts)
 void summary__print_stages(FILE *f, const struct threads *ts, uint64_t now)
 {
 	struct thread_time *tt = xcalloc(ts->cnt + 1, sizeof(*tt));
-	char (*names)[4 * COMM_LEN + 8] = xcalloc(ts->cnt + 1, sizeof(*names));
+	char (*names)[4 * THREAD_NAME_LEN + 8] = xcalloc(ts->cnt + 1, sizeof(*names));
 	struct stage_stats *st;
 	size_t n = 0, nst;
 	char verdict[512];
@@ -317,9 +385,13 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 	uint64_t incomplete = c[CNT_STALE_FRAMES] + c[CNT_EXIT_FRAMES];
 	char b[32];
 
-	fprintf(f, "\nRecorded %s: %llu span%s from %u thread%s",
-		fmt_duration(wall_ns, b, sizeof(b)), (unsigned long long)c[CNT_SPANS],
-		plural_s(c[CNT_SPANS]), threads->cnt, plural_s(threads->cnt));
+	uint64_t spans = c[CNT_SPANS] + s->py_spans; /* as tracer report counts the file's */
+
+	fprintf(f, "\nRecorded %s: %llu span%s", fmt_duration(wall_ns, b, sizeof(b)),
+		(unsigned long long)spans, plural_s(spans));
+	if (s->py_spans)
+		fprintf(f, " (%llu of them Python's)", (unsigned long long)s->py_spans);
+	fprintf(f, " from %u thread%s", threads->cnt, plural_s(threads->cnt));
 	if (c[CNT_SHORT_SPANS])
 		fprintf(f, " (%llu shorter than --min-dur not kept)",
 			(unsigned long long)c[CNT_SHORT_SPANS]);
@@ -365,6 +437,12 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 
 void summary__free(struct summary *s)
 {
+	struct folded_name *fn, *tmp;
+
+	HASH_ITER(hh, s->folded, fn, tmp) {
+		HASH_DEL(s->folded, fn);
+		free(fn);
+	}
 	HASH_CLEAR(hh, s->by_name); /* the table only: the stats are freed below */
 	for (size_t i = 0; i < s->nnames; i++) {
 		sketch__free(&s->names[i]->sketch);

@@ -11,6 +11,7 @@ int cmd_top(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_packs(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_repair(int argc, char **argv);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* tracer record: options and usage of a recording; the recording itself is record/record.c. */
+#include "analyze/report.h"
 #include "cmd/commands.h"
 #include "record/budget.h"
 #include "record/record.h"
@@ -30,8 +31,9 @@ static const char usage_text[] =
 	"Probes (default: every pack in the packs folder whose \"when\" matches the target):\n"
 	"  -u, --uprobe SPEC        CATEGORY:OBJECT:FUNCTION; OBJECT and FUNCTION are globs over\n"
 	"                           mapped file basenames and symbol names; CATEGORY is decode,\n"
-	"                           operator, queue, io or other; FUNCTION usdt:PROVIDER:NAME[..END]\n"
-	"                           is a USDT probe (an instant, or a span from NAME to END)\n"
+	"                           encode, operator, queue, io or other; FUNCTION\n"
+	"                           usdt:PROVIDER:NAME[..END] is a USDT probe (an instant, or a\n"
+	"                           span from NAME to END)\n"
 	"  -P, --pack PACK          a probe pack: a name from the packs folder, or a path\n"
 	"\n"
 	"Recording:\n"
@@ -93,6 +95,8 @@ static const char top_usage_text[] =
 	"totals and percentiles since the start). q or Ctrl-C quits. It fits any terminal size and\n"
 	"writes no file unless -o is given; piped, it prints a frame every second.\n"
 	"\n"
+	"      --sort COL           order the spans by self time in the last second (self, the\n"
+	"                           default), or by total, count or p99 since the start\n"
 	"\n"
 	"Examples:\n"
 	"  sudo tracer top -p $(pidof ffmpeg)\n"
@@ -137,6 +141,7 @@ enum record_option {
 	OPT_NO_PACK,
 	OPT_PY_RATE,
 	OPT_TO,
+	OPT_SORT,
 };
 
 /* One option of tracer's own (record) command line: 0, or 2 after a usage error. */
@@ -253,6 +258,18 @@ static int record_option(int c, struct record_opts *o, char **argv)
 		/* the command line goes into the trace's metadata: never the password */
 		ch__hide_password(optarg);
 		return 0;
+	case OPT_SORT: {
+		enum report_sort sort;
+
+		if (!o->top)
+			return usage_error(NULL, "%s", "--sort orders tracer top's table (tracer report "
+						 "has its own)");
+		if (report_sort__parse(optarg, &sort))
+			return usage_error(NULL, "bad --sort '%s': want self, total, count or p99",
+					   optarg);
+		o->top_sort = sort;
+		return 0;
+	}
 	case OPT_PY_RATE:
 		if (parse_long(optarg, 1, 10000, &hz))
 			return usage_error(NULL, "bad --py-rate '%s': want 1 to 10000 (Hz)", optarg);
@@ -329,6 +346,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "no-pack", required_argument, NULL, OPT_NO_PACK },
 		{ "py-rate", required_argument, NULL, OPT_PY_RATE },
 		{ "to", required_argument, NULL, OPT_TO },
+		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "all-processes", no_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },

@@ -2,6 +2,7 @@
 /* tracer report: options, usage, one call into analyze/report. */
 #include "analyze/report.h"
 #include "analyze/report_html.h"
+#include "analyze/timeline_read.h"
 #include "cmd/commands.h"
 #include "trace/outfile.h"
 #include "trace/trace_reader.h"
@@ -16,10 +17,12 @@
 
 static const char report_usage[] =
 	"Usage: tracer report TRACE.json[.gz] [--top N] [--by name|category|thread|stage]\n"
-	"                     [--min-dur DUR] [--csv|--json] [--html FILE]\n"
+	"                     [--sort self|total|count|p99] [--min-dur DUR] [--csv|--json]\n"
+	"                     [--html FILE [--window START,DUR]]\n"
 	"\n"
 	"Where the time went in a recording: per span name (or category, thread, stage) the\n"
-	"count, total, mean, min, max and p50/p90/p95/p99/p99.9 durations, largest total first;\n"
+	"count, total, self, mean, min, max and p50/p90/p95/p99/p99.9 durations, most self time\n"
+	"first (the work itself, not the frames that only wrap it);\n"
 	"the pipeline's stages (threads grouped by name, trailing indices folded: decode-0,\n"
 	"decode-1 -> decode[*]) with their shares of running, runnable, waiting in queue spans,\n"
 	"blocked and idle time; and a verdict line starting 'bottleneck:'. Percentiles come from\n"
@@ -27,33 +30,81 @@ static const char report_usage[] =
 	"\n"
 	"  --top N          rows to show (default 20 in the table, all with --csv/--json; 0: all)\n"
 	"  --by KEY         group spans by name (default), category, thread or stage\n"
+	"  --sort COL       order the groups by self (default), total, count or p99, largest\n"
+	"                   first\n"
 	"  --min-dur DUR    leave out spans shorter than DUR (microseconds, or 50us, 2ms)\n"
 	"  --csv            the span table as CSV\n"
 	"  --json           everything as one JSON object (groups, stages, threads, verdict)\n"
 	"  --html FILE      also write the report as one self-contained HTML page: a chart of\n"
-	"                   each stage's time, a latency histogram per group, the verdict\n"
+	"                   each stage's time, a timeline (a lane per thread: spans by depth\n"
+	"                   and category, scheduler states, wake-up arrows, counters), a\n"
+	"                   latency histogram per group, the verdict\n"
+	"  --window START,DUR  the timeline's window (trace time, microseconds or 5ms, 1.2s).\n"
+	"                   Default: long enough for about 40 spans per thread (the whole\n"
+	"                   recording when it holds fewer), where the busiest stage works most\n"
+	"                   (its time in spans other than queue waits)\n"
 	"  -h, --help       this text\n"
 	"\n"
 	"Examples:\n"
 	"  tracer report run.json.gz\n"
 	"  tracer report run.json --by stage --min-dur 1ms\n"
 	"  tracer report run.json --json > report.json\n"
-	"  tracer report run.json --html report.html\n";
+	"  tracer report run.json --html report.html\n"
+	"  tracer report run.json --html report.html --window 1.5s,20ms\n";
+
+/* "START,DUR": each microseconds or with a unit; START may be below 0 (a trace can start
+ * there), DUR > 0. */
+static int parse_window(const char *s, struct tl_window *w)
+{
+	const char *comma = strchr(s, ',');
+	bool neg = *s == '-';
+	uint64_t start, dur;
+	char first[64];
+
+	if (!comma || (size_t)(comma - s) >= sizeof(first))
+		return -EINVAL;
+	memcpy(first, s + neg, comma - s - neg);
+	first[comma - s - neg] = 0;
+	if (parse_duration(first, 1000, &start) || parse_duration(comma + 1, 1000, &dur) || !dur ||
+	    start > INT64_MAX / 2 || dur > INT64_MAX / 2)
+		return -EINVAL;
+	w->start = neg ? -(int64_t)start : (int64_t)start;
+	w->dur = (int64_t)dur;
+	return 0;
+}
 
 static int report__write_html(const char *path, const struct report *r,
-			      const struct report_opts *o)
+			      const struct report_opts *o, const struct tl_window *window)
 {
+	struct timeline tl;
 	struct outfile *out;
 	char msg[1024];
 	FILE *f;
-	int err = outfile__open(&out, path, msg, sizeof(msg));
+	int err;
 
+	if (window && window->start >= r->end_ns) {
+		char a[32], b[32];
+
+		pr_err("--window starts at %s, after the recording's end (%s)",
+		       fmt_duration(window->start, a, sizeof(a)),
+		       fmt_duration(r->end_ns > 0 ? r->end_ns : 0, b, sizeof(b)));
+		return -EINVAL;
+	}
+	err = timeline__build(&tl, o->path, r, window, msg, sizeof(msg));
 	if (err) {
 		pr_err("%s", msg);
+		timeline__free(&tl);
+		return err;
+	}
+	err = outfile__open(&out, path, msg, sizeof(msg));
+	if (err) {
+		pr_err("%s", msg);
+		timeline__free(&tl);
 		return err;
 	}
 	f = outfile__stdio(out);
-	err = f ? report_html__write(f, r, o) : -ENOMEM;
+	err = f ? report_html__write(f, r, o, &tl) : -ENOMEM;
+	timeline__free(&tl);
 	if (f && fclose(f) && !err)
 		err = -EIO;
 	err = outfile__close(out, !err) ?: err;
@@ -64,14 +115,17 @@ static int report__write_html(const char *path, const struct report *r,
 
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_TOP = 256, OPT_BY, OPT_MIN_DUR, OPT_CSV, OPT_JSON, OPT_HTML };
+	enum { OPT_TOP = 256, OPT_BY, OPT_MIN_DUR, OPT_CSV, OPT_JSON, OPT_HTML, OPT_WINDOW,
+	       OPT_SORT };
 	static const struct option longopts[] = {
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "by", required_argument, NULL, OPT_BY },
+		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "min-dur", required_argument, NULL, OPT_MIN_DUR },
 		{ "csv", no_argument, NULL, OPT_CSV },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "html", required_argument, NULL, OPT_HTML },
+		{ "window", required_argument, NULL, OPT_WINDOW },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -80,6 +134,8 @@ int cmd_report(int argc, char **argv)
 	char err[1024];
 	bool csv = false, json = false;
 	const char *html = NULL;
+	struct tl_window window;
+	bool have_window = false;
 	int ch, ret;
 
 	opterr = 0;
@@ -97,6 +153,12 @@ int cmd_report(int argc, char **argv)
 							  "thread or stage",
 							  optarg);
 			break;
+		case OPT_SORT:
+			if (report_sort__parse(optarg, &o.sort))
+				return usage_error("report", "bad --sort '%s': want self, total, "
+							  "count or p99",
+							  optarg);
+			break;
 		case OPT_MIN_DUR:
 			if (parse_duration(optarg, 1000, &o.min_dur_ns))
 				return usage_error("report", "bad --min-dur '%s': want "
@@ -112,6 +174,13 @@ int cmd_report(int argc, char **argv)
 		case OPT_HTML:
 			html = optarg;
 			break;
+		case OPT_WINDOW:
+			if (parse_window(optarg, &window))
+				return usage_error("report", "bad --window '%s': want START,DUR "
+							  "(microseconds, or 1.5s,20ms)",
+							  optarg);
+			have_window = true;
+			break;
 		case 'h':
 			fputs(report_usage, stdout);
 			return 0;
@@ -123,6 +192,8 @@ int cmd_report(int argc, char **argv)
 	}
 	if (csv && json)
 		return usage_error("report", "--csv and --json exclude each other");
+	if (have_window && !html)
+		return usage_error("report", "--window is the HTML timeline's: give --html FILE too");
 	o.format = csv ? FMT_CSV : json ? FMT_JSON : FMT_TABLE;
 	if (optind == argc)
 		return usage_error("report", "no trace given: tracer report TRACE.json");
@@ -148,7 +219,7 @@ int cmd_report(int argc, char **argv)
 			" spans are approximate",
 			r.approx);
 	report__print(stdout, &r, &o);
-	if (html && report__write_html(html, &r, &o)) {
+	if (html && report__write_html(html, &r, &o, have_window ? &window : NULL)) {
 		report__free(&r);
 		return 1;
 	}

@@ -48,7 +48,10 @@ int code_view__open(struct code_view *v, int fd)
 	elf_end(elf);
 	if (err)
 		return err;
-	v->map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	/* shared, never private: uprobes (another tool's, or another tracer's with -a) put their
+	 * int3 into every private mapping of the file that could be executable, this one too, and
+	 * the code read would not be the code on disk */
+	v->map = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (v->map == MAP_FAILED) {
 		v->map = NULL;
 		return -errno;

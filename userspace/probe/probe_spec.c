@@ -18,7 +18,7 @@
 static const char *const category_names[CAT_MAX] = {
 	[CAT_DECODE] = "decode", [CAT_OPERATOR] = "operator", [CAT_QUEUE] = "queue",
 	[CAT_IO] = "io",	 [CAT_OTHER] = "other",	   [CAT_GIL] = "gil",
-	[CAT_PYTHON] = "python",
+	[CAT_PYTHON] = "python", [CAT_ENCODE] = "encode",
 };
 
 const char *category__name(enum category cat)

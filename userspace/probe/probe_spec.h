@@ -14,6 +14,7 @@ enum category {
 	CAT_OTHER,
 	CAT_GIL,    /* waiting to take Python's GIL back */
 	CAT_PYTHON, /* Python function spans (python/), not a probe's category */
+	CAT_ENCODE, /* after the others: the JSON's category lists keep their order */
 	CAT_MAX,
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record/budget.h"
+#include "elf/demangle.h"
 #include "record/recording.h"
 #include "trace/json_text.h"
 #include "util/util.h"
@@ -78,6 +79,15 @@ static uint64_t targets_cpu(const struct overhead *o)
 	return sum;
 }
 
+/* A function as people write it: onnx::Conv::Compute, not _ZN4onnx4Conv7ComputeERNS_7ContextE
+ * (its parameters left out: the warning names three in a line). */
+static const char *shown_name(const char *symbol)
+{
+	const struct demangled *d = demangle__get(symbol);
+
+	return d ? d->base : symbol;
+}
+
 struct cost {
 	uint32_t id;
 	double ns;
@@ -109,8 +119,8 @@ static void shed(struct recording *r, struct cost *c, size_t n, double total, ui
 		removed += c[k].ns;
 		if (k < NAMES_SHOWN && len < sizeof(names)) /* a name from the target: shown safely */
 			len += snprintf(names + len, sizeof(names) - len, "%s%s %.1f%%", k ? ", " : "",
-					printable(r->tracked.probes.v[c[k].id].function, name,
-						  sizeof(name)),
+					printable(shown_name(r->tracked.probes.v[c[k].id].function),
+						  name, sizeof(name)),
 					100 * c[k].ns / dcpu);
 	}
 	if (!k)
@@ -206,7 +216,7 @@ void budget__print(const struct recording *r, FILE *f)
 		(b->shed_ns - r->t0) / 1e9, 100 * b->shed_share, 100 * b->max);
 	for (size_t id = 0; id < b->n && id < r->tracked.probes.cnt; id++) {
 		if (b->shed[id] && shown++ < 8) {
-			char *name = text_safe_dup(r->tracked.probes.v[id].function);
+			char *name = text_safe_dup(shown_name(r->tracked.probes.v[id].function));
 
 			fprintf(f, " %s", name);
 			free(name);
@@ -230,7 +240,8 @@ void budget__add_json(const struct recording *r, struct cJSON *meta)
 	a = cJSON_AddArrayToObject(o, "functions");
 	for (size_t id = 0; id < b->n && id < r->tracked.probes.cnt; id++)
 		if (b->shed[id])
-			cJSON_AddItemToArray(a, cJSON_CreateString(r->tracked.probes.v[id].function));
+			cJSON_AddItemToArray(a, cJSON_CreateString(
+							shown_name(r->tracked.probes.v[id].function)));
 }
 
 void budget__free(struct budget *b)

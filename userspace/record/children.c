@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUSY_SHARE 0.1 /* of one CPU, on average over the recording */
+#define BUSY_SHARE 0.05 /* of one CPU, on average over the recording */
 #define NAMED_MAX 6
 
 void children__start(struct untraced_children *c, const int *targets, size_t n)

@@ -22,7 +22,7 @@ struct untraced_children {
 
 /* The descendants of the targets now, with their CPU time so far. */
 void children__start(struct untraced_children *c, const int *targets, size_t n);
-/* One line naming the descendants of the targets that used at least a tenth of a CPU over
+/* One line naming the descendants of the targets that used at least a twentieth of a CPU over
  * wall_ns (those born during the recording counted from their start); nothing when none did. */
 void children__print(const struct untraced_children *c, const int *targets, size_t n,
 		     uint64_t wall_ns, FILE *f);

@@ -186,12 +186,11 @@ static void on_span(struct consumer *c, const struct span_rec *r, const struct s
 	}
 	t = thread_of(c, r->pid, r->tid);
 	t->spans++;
-	/* nested or overlapping queue spans count once */
 	if (cat == CAT_QUEUE)
-		t->queue_ns += dur - cover__add(&t->queue_cover, r->start_ns, r->end_ns);
+		thread__queue_span(t, r->start_ns, r->end_ns);
 	if (c->flows)
 		bind_flow(c, t, r);
-	summary__span(&c->summary, name, cat, dur,
+	summary__span(&c->summary, name, cat, r->start_ns, r->end_ns,
 		      dur - cover__add(&t->cover, r->start_ns, r->end_ns), incomplete);
 	trace_writer__span(c->writer, r, name, category__name(cat), args);
 }
@@ -293,11 +292,12 @@ static void py_span(void *ctx, const char *name, const struct span_rec *r)
 
 	/* Queue.get, Condition.wait, ...: waits, counted once with the thread's queue spans */
 	if (stage__python_wait(name))
-		t->queue_ns += dur - cover__add(&t->queue_cover, r->start_ns, r->end_ns);
+		thread__queue_span(t, r->start_ns, r->end_ns);
 	if (stage__python_role(name))
 		t->role = stage__python_role(name);
 	t->spans++; /* as tracer report counts them: every span in the file */
-	summary__span(&c->summary, name, CAT_PYTHON, dur,
+	c->summary.py_spans++;
+	summary__span(&c->summary, name, CAT_PYTHON, r->start_ns, r->end_ns,
 		      dur - cover__add(&t->cover, r->start_ns, r->end_ns),
 		      r->flags & SPAN_INCOMPLETE);
 }

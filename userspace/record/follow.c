@@ -200,6 +200,7 @@ void recording__on_process(void *ctx, const struct task_rec *t)
 			return;
 		/* traced already (BPF added it at the fork); it may be gone by now */
 		consumer__add_pid(&r->consumer, t->pid, t->comm);
+		overhead__add_pid(&r->overhead, t->pid, true); /* the share is the tree's */
 		py_record__add_child(&r->py, t->pid, t->parent_pid);
 		if (tracked__add(&r->tracked, t->pid, r->err, sizeof(r->err))) {
 			pr_debug("pid %d: %s", t->pid, r->err);

@@ -20,6 +20,7 @@
  * kernel stops it at the exec. Reports an exec failure's errno through the pipe. */
 static void child(char **argv, bool stdout_to_stderr, int report_fd)
 {
+	sigset_t none;
 	uid_t uid;
 	gid_t gid;
 	int e;
@@ -37,6 +38,10 @@ static void child(char **argv, bool stdout_to_stderr, int report_fd)
 	}
 	if (stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
 		goto fail;
+	/* tracer blocks its stop signals from the start (recording__block_signals): the command
+	 * starts with none blocked, as from a shell */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
 		goto fail;
 	execvp(argv[0], argv);

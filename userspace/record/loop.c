@@ -12,6 +12,38 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 
+static void stop_signals(sigset_t *mask, bool pause_too)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGHUP);
+	if (pause_too)
+		sigaddset(mask, SIGUSR1);
+}
+
+void recording__block_signals(void)
+{
+	sigset_t mask;
+
+	stop_signals(&mask, true);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+}
+
+int recording__signal_pending(void)
+{
+	sigset_t mask, pending;
+	int sig;
+
+	stop_signals(&mask, false);
+	if (sigpending(&pending))
+		return 0;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(&mask, sig) == 1 && sigismember(&pending, sig) == 1)
+			return sig;
+	return 0;
+}
+
 int recording__setup_loop(struct recording *r)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -19,12 +51,7 @@ int recording__setup_loop(struct recording *r)
 				  .it_value = { 0, POLL_MS * 1000000 } };
 	sigset_t mask;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	stop_signals(&mask, true); /* blocked since the start: read from here on */
 	signal(SIGPIPE, SIG_IGN);
 	r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -174,7 +201,8 @@ static void every_tick(struct recording *r, uint64_t now)
 		top__draw(&r->top, r, now);
 	if (!r->status.on)
 		return;
-	status__update(&r->status, now, now - r->t0, counters[CNT_SPANS], r->consumer.threads.cnt,
+	status__update(&r->status, now, now - r->t0,
+		       counters[CNT_SPANS] + r->consumer.summary.py_spans, r->consumer.threads.cnt,
 		       counters[CNT_LOST_SPAN] + counters[CNT_LOST_SWITCH] +
 			       counters[CNT_LOST_WAKEUP] + counters[CNT_LOST_TASK] +
 			       counters[CNT_SKIPPED_SCHED] + counters[CNT_SKIPPED_PROBES],

@@ -420,7 +420,7 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 			 "%.0f ns, return %.0f ns (calibrated in %.1f ms)",
 			 o->cal.entry_ns[INSN_EMULATED], o->cal.entry_ns[INSN_OPTIMIZED],
 			 o->cal.entry_ns[INSN_STEPPED], o->cal.return_ns, o->cal.took_ns / 1e6);
-	o->npids = npids;
+	o->npids = o->nprimary = npids;
 	o->pids = xcalloc(npids, sizeof(int));
 	o->cpu_start = xcalloc(npids, sizeof(uint64_t));
 	o->cpu_last = xcalloc(npids, sizeof(uint64_t));
@@ -432,6 +432,25 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 	o->last_sample = now_ns();
 	o->stats_since = o->last_sample; /* the first window starts after calibrating */
 	return 0;
+}
+
+void overhead__add_pid(struct overhead *o, int pid, bool born)
+{
+	if (!o->started || o->done)
+		return;
+	for (size_t i = 0; i < o->npids; i++)
+		if (o->pids[i] == pid)
+			return;
+	o->pids = xrealloc(o->pids, o->npids + 1, sizeof(int));
+	o->cpu_start = xrealloc(o->cpu_start, o->npids + 1, sizeof(uint64_t));
+	o->cpu_last = xrealloc(o->cpu_last, o->npids + 1, sizeof(uint64_t));
+	o->pids[o->npids] = pid;
+	o->cpu_start[o->npids] = 0;
+	if (!born)
+		read_cpu_ns(pid, &o->cpu_start[o->npids]);
+	o->cpu_last[o->npids] = o->cpu_start[o->npids];
+	read_cpu_ns(pid, &o->cpu_last[o->npids]);
+	o->npids++;
 }
 
 enum insn_class overhead__site_class(const char *path, uint64_t offset)
@@ -453,8 +472,14 @@ static void sample(struct overhead *o)
 	for (size_t i = 0; i < o->npids; i++) {
 		uint64_t ns;
 
-		if (!read_cpu_ns(o->pids[i], &ns) && ns >= o->cpu_last[i])
+		if (!o->pids[i])
+			continue;
+		if (read_cpu_ns(o->pids[i], &ns)) {
+			if (i >= o->nprimary) /* a child gone: it keeps what was read last */
+				o->pids[i] = 0;
+		} else if (ns >= o->cpu_last[i]) {
 			o->cpu_last[i] = ns;
+		}
 	}
 	o->last_sample = now_ns();
 }
@@ -554,7 +579,11 @@ void overhead__print(FILE *f, const struct overhead *o)
 		entries += o->entry_hits[c];
 	fprintf(f, "overhead: %s charged to the target",
 		fmt_duration(overhead__total_ns(o), b[0], 32));
-	if (o->target_cpu_ns)
+	if (o->target_cpu_ns && o->npids > o->nprimary)
+		fprintf(f, " (%.2f%% of the %s CPU time of the %zu processes traced)",
+			100 * overhead__share(o), fmt_duration(o->target_cpu_ns, b[1], 32),
+			o->npids);
+	else if (o->target_cpu_ns)
 		fprintf(f, " (%.2f%% of its %s CPU time)", 100 * overhead__share(o),
 			fmt_duration(o->target_cpu_ns, b[1], 32));
 	fprintf(f, ": BPF ~%s", fmt_duration(o->span_bpf_ns, b[2], 32));

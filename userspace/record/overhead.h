@@ -42,8 +42,8 @@ struct overhead {
 	uint64_t start, stats_since; /* when the current window started, or the last ended */
 	uint64_t stats_on_ns;	     /* windows so far */
 	bool multi;   /* calibrated with uprobe_multi links (else perf-event uprobes) */
-	int *pids;
-	size_t npids;
+	int *pids; /* the traced processes: the targets, and what --follow added (0: gone) */
+	size_t npids, nprimary;
 	uint64_t *cpu_start, *cpu_last; /* utime+stime per target, ns */
 	uint64_t last_sample;
 	struct overhead_cal cal;
@@ -65,6 +65,10 @@ struct overhead {
  * calibrate is not an error: the summary then says the trap time is unknown. Returns 0 or
  * -errno (the statistics cannot be enabled). */
 int overhead__start(struct overhead *o, const int *pids, size_t npids, bool multi);
+
+/* A process traced since (--follow): its CPU time counts with the targets', in the share and
+ * in the budget. born: forked during the recording, so all of its CPU time is (else from now). */
+void overhead__add_pid(struct overhead *o, int pid, bool born);
 
 /* The class of the site at a file offset of an ELF file (INSN_STEPPED if it cannot be read). */
 enum insn_class overhead__site_class(const char *path, uint64_t offset);

@@ -49,6 +49,18 @@ static void cleanup(struct recording *r)
 		close(r->timerfd);
 }
 
+/* A stop signal while setting up: nothing recorded, and the launched command, held at its
+ * entry, is killed by the caller rather than let go untraced. */
+static int interrupted(void)
+{
+	int sig = recording__signal_pending();
+
+	if (!sig)
+		return 0;
+	pr_err("%s while setting up: stopped before recording, nothing written", strsignal(sig));
+	return -EINTR;
+}
+
 /* The targets, their probes and the BPF object, attached: everything before the output. */
 static int prepare(struct recording *r)
 {
@@ -67,18 +79,18 @@ static int prepare(struct recording *r)
 	if (setpriority(PRIO_PROCESS, 0, -10))
 		pr_debug("cannot raise tracer's priority: %s", strerror(errno));
 	if (!err)
-		err = recording__open_targets(r);
+		err = interrupted() ?: recording__open_targets(r);
 	if (!err)
-		err = recording__choose_specs(r);
+		err = interrupted() ?: recording__choose_specs(r);
 	if (!err && opts->system_wide) {
 		err = tracked__add_system(&r->tracked, r->err, sizeof(r->err));
 		if (err)
 			pr_err("%s", r->err);
 	}
 	if (!err && !r->skel)
-		err = recording__load_bpf(r);
+		err = interrupted() ?: recording__load_bpf(r);
 	if (!err)
-		err = recording__setup_tracked(r);
+		err = interrupted() ?: recording__setup_tracked(r);
 	if (err)
 		return err;
 	if (opts->start_paused)
@@ -94,13 +106,15 @@ static int prepare(struct recording *r)
 	for (size_t i = 0; i < r->tracked.ntargets; i++)
 		if (r->tracked.targets[i].pid > 0)
 			py_record__add_pid(&r->py, r->tracked.targets[i].pid);
-	err = tracked__attach_new(&r->tracked, !opts->follow, r->err, sizeof(r->err));
+	err = interrupted() ?: tracked__attach_new(&r->tracked, !opts->follow, r->err,
+						    sizeof(r->err));
 	if (err) {
-		pr_err("%s", r->err);
+		if (err != -EINTR)
+			pr_err("%s", r->err);
 		return err;
 	}
 	recording__warn_hazards(r);
-	return 0;
+	return interrupted();
 }
 
 /* With the output open: the consumer, the event loop, the scheduler and Python programs; then
@@ -194,6 +208,7 @@ int record__run(struct record_opts *opts)
 	}
 	if (check_invoking_user())
 		return 1;
+	recording__block_signals();
 	err = prepare(&r);
 	if (!err)
 		err = recording__open_output(&r);

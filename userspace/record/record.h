@@ -33,6 +33,7 @@ struct record_opts {
 	bool no_python;	   /* no Python frames, even in a CPython target */
 	unsigned int py_hz; /* the on-CPU tick that reads Python stacks */
 	bool top;	    /* tracer top: a live view; a file only with -o */
+	int top_sort;	    /* top --sort: an enum report_sort (analyze/report.h) */
 };
 
 /* Returns the process exit status: 0 recorded, 1 failed; in launch mode, the command's. */

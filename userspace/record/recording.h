@@ -93,6 +93,12 @@ void recording__on_process(void *ctx, const struct task_rec *t);
 void recording__release_late_stops(struct recording *r, uint64_t now);
 
 /* loop.c */
+/* Ctrl-C, SIGTERM, SIGHUP (and SIGUSR1, pause) are blocked from the start: one that comes while
+ * tracer sets up stops it there (the launched command is never left running untraced), one
+ * that comes later is read by the event loop. */
+void recording__block_signals(void);
+/* The stop signal waiting to be taken, or 0. */
+int recording__signal_pending(void);
 int recording__setup_loop(struct recording *r);
 void recording__drain(struct recording *r);
 void recording__read_counters(struct recording *r, uint64_t *out);

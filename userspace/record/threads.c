@@ -75,12 +75,34 @@ void thread__forget_spans(struct thread *t)
 	cover__free(&t->queue_cover);
 }
 
+/* A stretch whose state is unknown (before the first switch, across a lost one, paused) is in
+ * no state's time: the queue spans' time inside it is left out too, or a thread waiting
+ * through it showed IN-QUEUE over 100%. Marked covered, later queue spans skip it; earlier
+ * ones give back what they counted inside it. */
+static void unknown_stretch(struct thread *t, uint64_t from, uint64_t to)
+{
+	uint64_t got;
+
+	if (to <= from)
+		return;
+	got = cover__add(&t->queue_cover, (int64_t)from, (int64_t)to);
+	t->queue_ns -= got < t->queue_ns ? got : t->queue_ns;
+}
+
+void thread__queue_span(struct thread *t, uint64_t s, uint64_t e)
+{
+	if (e > s) /* nested or overlapping queue spans count once */
+		t->queue_ns += e - s - cover__add(&t->queue_cover, (int64_t)s, (int64_t)e);
+}
+
 void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts)
 {
 	if (!t->first_seen)
 		t->first_seen = ts;
 	if (t->state != TS_UNKNOWN && ts > t->since)
 		t->state_ns[t->state] += ts - t->since;
+	else if (t->state == TS_UNKNOWN && !t->exited)
+		unknown_stretch(t, t->since, ts);
 	if (ts > t->last_seen)
 		t->last_seen = ts;
 	t->state = s;
@@ -143,6 +165,8 @@ void threads__finish(struct threads *ts, uint64_t end)
 
 		if (t->tid && !t->exited && t->state != TS_UNKNOWN)
 			thread__set_state(t, t->state, end);
+		else if (t->tid && !t->exited)
+			unknown_stretch(t, t->since, end);
 	}
 }
 

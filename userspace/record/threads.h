@@ -10,6 +10,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The kernel's comm (COMM_LEN) or Python's threading name, which is longer: "Thread-1
+ * (_handle_request)" was cut to "Thread-1 (_handl" */
+#define THREAD_NAME_LEN 128
+
 enum thread_state {
 	TS_UNKNOWN,
 	TS_RUNNING,
@@ -21,7 +25,7 @@ enum thread_state {
 
 struct thread {
 	int pid, tid;
-	char name[COMM_LEN];
+	char name[THREAD_NAME_LEN];
 	bool named;  /* its thread_name event is in the trace */
 	bool py_named; /* named by Python's threading: the kernel's comm no longer renames it */
 	bool exited;
@@ -30,7 +34,7 @@ struct thread {
 	uint64_t since; /* when it entered state */
 	uint64_t first_seen, last_seen;
 	uint64_t state_ns[TS_MAX];
-	uint64_t queue_ns; /* inside queue-category spans */
+	uint64_t queue_ns; /* inside queue-category spans, while its state is known */
 	struct cover cover, queue_cover; /* its spans, its queue spans so far (analyze/cover.h) */
 	const char *role; /* what its Python code says it is (stage__python_role) */
 	uint64_t spans;
@@ -56,6 +60,9 @@ const struct thread *threads__find(const struct threads *ts, int tid);
 /* Frees what the thread keeps of its spans (an exited thread has no more). */
 void thread__forget_spans(struct thread *t);
 void thread__set_state(struct thread *t, enum thread_state s, uint64_t ts);
+/* A queue span [s, e) of it: queue_ns grows by the part of it no queue span covered before and
+ * whose state is known (a stretch of unknown state is in no state's time either). */
+void thread__queue_span(struct thread *t, uint64_t s, uint64_t e);
 /* The other side of a switch may be any process: say which sides are traced. A thread switched
  * out twice, or in twice, lost a switch between (the kernel skipped the program, recursing):
  * the stretch since its last event counts as unknown, not as the state it seemed in. Returns

@@ -89,6 +89,7 @@ static void put_fitted(const char *text, int rows, int cols)
 void top__draw(struct top *t, struct recording *r, uint64_t now)
 {
 	uint64_t counters[CNT_MAX], interval = t->last_draw ? now - t->last_draw : now - r->t0;
+	uint64_t spans;
 	char *text = NULL, el[32], comm[4 * COMM_LEN];
 	size_t len = 0;
 	int rows, cols;
@@ -100,6 +101,7 @@ void top__draw(struct top *t, struct recording *r, uint64_t now)
 	if (!f)
 		return;
 	recording__read_counters(r, counters);
+	spans = counters[CNT_SPANS] + r->consumer.summary.py_spans; /* the probes' and Python's */
 	window(t, &rows, &cols);
 	/* what to press first: a narrow window cuts the end of the line */
 	fprintf(f, "tracer top%s: %s, %zu function%s, %s, %llu spans (%.0f/s), %u threads",
@@ -108,8 +110,8 @@ void top__draw(struct top *t, struct recording *r, uint64_t now)
 			? printable(r->tracked.targets[0].comm, comm, sizeof(comm))
 			: "targets",
 		r->tracked.attachment.nprobes, plural_s(r->tracked.attachment.nprobes),
-		fmt_duration(now - r->t0, el, sizeof(el)), (unsigned long long)counters[CNT_SPANS],
-		interval ? (counters[CNT_SPANS] - t->last_spans) / (interval / 1e9) : 0,
+		fmt_duration(now - r->t0, el, sizeof(el)), (unsigned long long)spans,
+		interval ? (spans - t->last_spans) / (interval / 1e9) : 0,
 		r->consumer.threads.cnt);
 	if (counters[CNT_LOST_SPAN] + counters[CNT_LOST_SWITCH])
 		fprintf(f, "  LOST %llu", (unsigned long long)(counters[CNT_LOST_SPAN] +
@@ -117,7 +119,7 @@ void top__draw(struct top *t, struct recording *r, uint64_t now)
 	fputc('\n', f);
 	summary__print_stages(f, &r->consumer.threads, now);
 	fputc('\n', f);
-	summary__print_recent(f, &r->consumer.summary, interval,
+	summary__print_recent(f, &r->consumer.summary, interval, now, r->opts->top_sort,
 			      rows ? (rows > 20 ? (size_t)rows - 20 : 3) : 20);
 	fclose(f);
 	if (t->tty)
@@ -128,7 +130,7 @@ void top__draw(struct top *t, struct recording *r, uint64_t now)
 	fflush(stdout);
 	free(text);
 	t->last_draw = now;
-	t->last_spans = counters[CNT_SPANS];
+	t->last_spans = spans;
 }
 
 void top__stop(struct top *t)

@@ -2,8 +2,9 @@
 /* Export: one row per span (name, category, pid, tid,
  * thread, start_ns, dur_ns, args), the shape BigQuery, DuckDB, Spark and pandas load directly.
  * Two streaming passes: the first learns every thread's last name (a viewer-valid trace may
- * name a thread after its spans), the second writes the rows, naming each span's thread as it
- * was named at that point of the file when it was, so renames are kept. Rows come out by start
+ * name a thread after its spans), the second writes the rows with it: one thread, one name,
+ * whatever renamed it on the way (Python names its threads after their first spans, under the
+ * kernel's "python3"), so a GROUP BY thread finds each thread once. Rows come out by start
  * time (trace/row_sort.c). */
 #include "trace/export.h"
 #include "trace/json_text.h"
@@ -24,7 +25,6 @@
 struct xthread {
 	int64_t tid;
 	char *last; /* the name at the end of the file */
-	char *now;  /* the name at this point of the second pass */
 	UT_hash_handle hh;
 };
 
@@ -56,7 +56,6 @@ static void names_free(struct xthread **names)
 	HASH_ITER(hh, *names, t, tmp) {
 		HASH_DEL(*names, t);
 		free(t->last);
-		free(t->now);
 		free(t);
 	}
 }
@@ -226,15 +225,10 @@ static int write_rows(const char *path, struct xthread **n, struct outfile *f, b
 		const struct trace_event *ev = &it.ev;
 		struct xthread *t = ev->has_tid ? names_get(n, ev->tid, false) : NULL;
 
-		if (is_thread_name(ev)) {
-			if (t)
-				set_name(&t->now, ev->arg_name);
-			continue;
-		}
 		if (ev->ph != 'X' || !ev->has_ts || !ev->has_dur)
 			continue;
 		line.len = 0;
-		row(&line, ev, t ? (t->now ? t->now : t->last) : "", csv, &buf, &cap);
+		row(&line, ev, t ? t->last : "", csv, &buf, &cap);
 		wret = row_sort__add(sorted, ev->ts_ns, line.p, line.len);
 		(*rows)++;
 	}

@@ -207,6 +207,9 @@ int ftrace_line__parse(const char *line, size_t len, struct ftrace_line *out)
 		ts = p;
 		if (digits(p, end, &v, &after) && after < end && *after == '.')
 			break;
+		/* "d.h2": the third flag says the line was printed in an interrupt */
+		if (end - p > 3 && p[3] != ' ' && (p[2] == 'h' || p[2] == 's' || p[2] == 'H'))
+			out->in_irq = true;
 		while (p < end && *p != ' ')
 			p++;
 	}

@@ -33,6 +33,7 @@ struct ftrace_line {
 	int64_t prev_tid, next_tid; /* FT_SWITCH */
 	char prev_state[4];	   /* FT_SWITCH: "R", "R+", "S", "D", ... */
 	int64_t woken_tid;	   /* FT_WAKING, FT_WAKEUP, FT_WAKEUP_NEW */
+	bool in_irq;		   /* printed in an interrupt: the task is only the one it hit */
 	/* numbers to rewrite (merge): the task's tid and tgid, the time, and prev_pid= / pid=
 	 * (a) and next_pid= (b) */
 	struct text_span tid_at, tgid_at, ts_at, a_at, b_at;

@@ -282,7 +282,7 @@ void trace_writer__thread_name(struct trace_writer *w, int pid, int tid, const c
 	p = put(p, ",\"tid\":");
 	p = json_put_u64(p, tid);
 	p = put(p, ",\"args\":{\"name\":");
-	p = put_str(p, name, COMM_LEN);
+	p = put_str(p, name, 128); /* a comm, or Python's longer name (record/threads.h) */
 	commit(w, put(p, "}},\n"));
 }
 
