@@ -10,7 +10,7 @@ PREFIX ?= /usr/local
 VERSION := 0.1.0
 
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/riscv64/riscv/')
-LIBS := libbpf libelf zlib libcjson capstone
+LIBS := libbpf libelf zlib libcjson capstone libcurl
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIBS))
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(LIBS))
 # Further libraries the userspace objects need (fragments in mk/ may add to it).

@@ -656,13 +656,95 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
+# ---------------------------------------------------------------------------------------------
+# 9. tracer push into ClickHouse (Debian's clickhouse-server 18.16, on loopback)
+
+def start_clickhouse(d):
+    """A clickhouse-server on free loopback ports in d (as tests/integration/test_clickhouse.py
+    starts it); returns (Popen, http port)."""
+    import socket
+    import urllib.request
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    for sub in ("data", "tmp"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    with open(os.path.join(d, "config.xml"), "w") as f:
+        f.write(f"""<yandex><logger><level>warning</level><log>{d}/server.log</log>
+<errorlog>{d}/err.log</errorlog></logger><http_port>{ports[0]}</http_port>
+<tcp_port>{ports[1]}</tcp_port><listen_host>127.0.0.1</listen_host><path>{d}/data/</path>
+<tmp_path>{d}/tmp/</tmp_path><users_config>/etc/clickhouse-server/users.xml</users_config>
+<default_profile>default</default_profile><default_database>default</default_database>
+<mark_cache_size>5368709</mark_cache_size></yandex>""")
+    p = subprocess.Popen(["/usr/sbin/clickhouse-server", f"--config-file={d}/config.xml"], cwd=d,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/?query=SELECT%201", timeout=5)
+            return p, ports[0]
+        except OSError:
+            time.sleep(0.2)
+    p.kill()
+    raise RuntimeError("clickhouse-server did not answer in 60 s")
+
+
+def bench_clickhouse():
+    log("9. tracer push into ClickHouse")
+    import urllib.request
+    if not os.access("/usr/sbin/clickhouse-server", os.X_OK):
+        row("9. clickhouse", "push", "not run", "", "", "",
+            "install the Debian package clickhouse-server")
+        return
+    size = "20M" if QUICK else "100M"
+    trace = os.path.join(TMP, "ch.json")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "integration", "tracegen.py"),
+                    "-o", trace, "--size", size], check=True, capture_output=True)
+    spans = sum(1 for line in subprocess.run(
+        [TRACER, "export", trace, "--jsonl"], capture_output=True, text=True,
+        check=True).stdout.splitlines())
+    server, port = start_clickhouse(os.path.join(TMP, "ch"))
+
+    def q(sql):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/", data=sql.encode())
+        return urllib.request.urlopen(req, timeout=120).read().decode().strip()
+    try:
+        secs, states = [], 0
+        for r in range(3):
+            q(f"CREATE DATABASE r{r}")  # a fresh database each run: every row is inserted
+            t = time.monotonic()
+            subprocess.run([TRACER, "push", trace, "--to",
+                            f"clickhouse://127.0.0.1:{port}/r{r}"], check=True,
+                           capture_output=True)
+            secs.append(time.monotonic() - t)
+            got = int(q(f"SELECT count() FROM r{r}.tracer_spans FINAL"))
+            if got != spans:
+                raise RuntimeError(f"run {r}: {got} spans in ClickHouse, {spans} in the file")
+            states = int(q(f"SELECT count() FROM r{r}.tracer_states FINAL"))
+        rate = (spans + states) / med(secs)
+        row("9. clickhouse", f"tracer push of a {size} trace ({spans} spans + {states} "
+            f"states, 0 lost) to clickhouse-server on loopback",
+            f"{rate / 1000:.0f}k rows/s, {med(secs):.2f} s (runs {min(secs):.2f}-"
+            f"{max(secs):.2f})")
+        t = time.monotonic()
+        subprocess.run([TRACER, "fleet", "--from", f"clickhouse://127.0.0.1:{port}/r0"],
+                       check=True, capture_output=True)
+        row("9. clickhouse", f"tracer fleet over those {spans} spans (server-side quantiles)",
+            f"{time.monotonic() - t:.2f} s")
+    finally:
+        server.kill()
+        server.wait()
+
+
 def main():
     global OUT, TRACER, TRACER2, BENCH, TMP, QUICK
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--output", default=os.path.join(ROOT, ".output"))
     ap.add_argument("--quick", action="store_true", help="shorter runs (noisier)")
     ap.add_argument("--results", default=None, help="write the table here (markdown)")
-    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,1c,1d,1e,2,3,4,4b,5,6,7,8")
+    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,1c,1d,1e,2,3,4,4b,5,6,7,8,9")
     ap.add_argument("--compare-tracer", default=None,
                     help="another tracer binary to add to row 1 (e.g. a build without a change)")
     a = ap.parse_args()
@@ -692,7 +774,7 @@ def main():
              ("1d", bench_budget), ("1e", bench_cxx), ("2", bench_sustained),
              ("3", bench_writer), ("4", bench_attach), ("4b", bench_big_pack),
              ("5", bench_memory), ("6", bench_ffmpeg),
-             ("7", bench_python), ("8", bench_frameworks)]
+             ("7", bench_python), ("8", bench_frameworks), ("9", bench_clickhouse)]
     try:
         for key, fn in steps:
             if only and key not in only:

@@ -7,7 +7,7 @@
 # their command names, PACK: the packs folder's packs, FILE or F: files, SPEC: probe
 # categories) or the choices its synopsis lists ("[--by name|category|thread|stage]").
 
-_tracer_subcommands="record top list packs report diff merge export repair help"
+_tracer_subcommands="record top list packs report diff merge export repair push fleet help"
 
 # The tracer being completed (as typed: tracer, ./tracer, /usr/local/bin/tracer).
 _tracer_bin()
@@ -204,7 +204,7 @@ _tracer()
 	help)
 		((COMP_CWORD == 2)) && COMPREPLY=($(compgen -W "$_tracer_subcommands" -- "$cur"))
 		;;
-	report | diff | merge | export | repair)
+	report | diff | merge | export | repair | push)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -f -X '!*.gz' -- "$cur")
 			$(compgen -d -- "$cur"))

@@ -73,7 +73,8 @@ def test_help(tmp):
     """`tracer help` lists every command (as `perf help` does); `tracer help CMD` is its --help."""
     p = subprocess.run([lib.TRACER, "help"], capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr == "", p.stderr
-    for sub in ("record", "list", "packs", "report", "diff", "merge", "export", "repair", "help"):
+    for sub in ("record", "list", "packs", "report", "diff", "merge", "export", "repair", "push",
+                "fleet", "help"):
         assert f"\n  {sub} " in p.stdout, (sub, p.stdout)
     for sub in ("report", "diff", "merge", "list"):
         h = subprocess.run([lib.TRACER, "help", sub], capture_output=True, text=True)

@@ -15,6 +15,8 @@ int cmd_diff(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
+int cmd_push(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 /* The one table of subcommands: main dispatches through it, help lists it. */

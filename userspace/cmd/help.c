@@ -19,6 +19,8 @@ const struct command commands[] = {
 	{ "merge", cmd_merge, "one timeline of several recordings" },
 	{ "export", cmd_export, "one row per span, for query engines; or a speedscope profile" },
 	{ "repair", cmd_repair, "close a trace that was cut short" },
+	{ "push", cmd_push, "load a recording into ClickHouse" },
+	{ "fleet", cmd_fleet, "many hosts' recordings in ClickHouse, in one screen" },
 	{ "help", cmd_help, "this list, or one command's options" },
 };
 const size_t commands_cnt = sizeof(commands) / sizeof(commands[0]);

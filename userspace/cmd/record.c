@@ -5,6 +5,8 @@
 #include "record/budget.h"
 #include "record/record.h"
 #include "python/py_session.h"
+#include "store/clickhouse.h"
+#include "store/push.h"
 #include "util/util.h"
 
 #include <getopt.h>
@@ -38,6 +40,9 @@ static const char usage_text[] =
 	"  -d, --duration DUR       stop after DUR (seconds, or with a unit: 500ms, 2m)\n"
 	"  -o, --output FILE        output file (default tracer-COMM-PID-TIME.json); .gz compresses;\n"
 	"                           - is standard output; a previous FILE is kept as FILE.old\n"
+	"      --to URL             spans to ClickHouse while recording, the whole file at the end\n"
+	"                           (tracer push; clickhouse://[USER@]HOST[:PORT]/DB); if that\n"
+	"                           fails the file stays, for tracer push later\n"
 	"      --min-dur DUR        keep only spans at least this long (microseconds, or 50us,\n"
 	"                           2ms); shorter calls are counted, not recorded\n"
 	"      --no-sched           do not record scheduler states\n"
@@ -135,6 +140,7 @@ enum record_option {
 	OPT_NO_PYTHON,
 	OPT_NO_PACK,
 	OPT_PY_RATE,
+	OPT_TO,
 	OPT_SORT,
 };
 
@@ -244,6 +250,14 @@ static int record_option(int c, struct record_opts *o, char **argv)
 		return 0;
 	case OPT_NO_PACK:
 		return add_no_packs(o, optarg);
+	case OPT_TO:
+		if (push__check_url(optarg, err, sizeof(err)))
+			return usage_error(NULL, "--to: %s", err);
+		free(o->to);
+		o->to = xstrdup(optarg);
+		/* the command line goes into the trace's metadata: never the password */
+		ch__hide_password(optarg);
+		return 0;
 	case OPT_SORT: {
 		enum report_sort sort;
 
@@ -306,6 +320,8 @@ static int check_target(int argc, char **argv, struct record_opts *o)
 					 "--follow or command with it");
 	if (!o->npids && !o->cmd && !o->system_wide)
 		return usage_error(NULL, "%s", "no target: give -p PID, -- COMMAND to launch one, or -a");
+	if (o->to && ((o->output && !strcmp(o->output, "-")) || (o->top && !o->output)))
+		return usage_error(NULL, "%s", "--to pushes the trace file: give -o FILE (not -)");
 	return 0;
 }
 
@@ -329,6 +345,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "no-pack", required_argument, NULL, OPT_NO_PACK },
 		{ "py-rate", required_argument, NULL, OPT_PY_RATE },
+		{ "to", required_argument, NULL, OPT_TO },
 		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "all-processes", no_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -362,6 +379,7 @@ static int run(int argc, char **argv, bool top)
 	free(opts.pids);
 	free(opts.packs);
 	free(opts.no_packs);
+	free(opts.to);
 	return ret;
 }
 

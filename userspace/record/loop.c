@@ -179,6 +179,11 @@ static void every_tick(struct recording *r, uint64_t now)
 	uint64_t bytes = trace_writer__bytes(r->writer), counters[CNT_MAX];
 
 	recording__release_late_stops(r, now);
+	/* --to: the streaming thread reads the file behind the writer (store/stream.h); hand it
+	 * what was recorded every tick, in whole lines, not once a megabyte (plain files: a
+	 * gzip flush costs compression, and a .gz is pushed at the end only) */
+	if (r->opts->to && !strstr(r->path, ".gz"))
+		trace_writer__flush(r->writer);
 
 	if (!r->warned_size && bytes >= (256ull << 20)) {
 		r->warned_size = true;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "record/recording.h"
 #include "record/launch.h"
+#include "store/push.h"
+#include "store/stream.h"
 #include "util/util.h"
 #include "tracer.skel.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -174,9 +177,28 @@ static void announce(const struct recording *r)
 		pr_info("paused until SIGUSR1 (kill -USR1 %d)", getpid());
 }
 
+/* --to: the file, once written, into ClickHouse. The network is never on the recording's
+ * path: it starts after the last event is written; when it fails the file stays, and the
+ * line says how to send it later. The recording's status does not change. */
+static void push_at_end(const char *path, const char *url, uint64_t streamed)
+{
+	struct push_opts o = { .url = url, .path = path, .batch_rows = 10000 };
+	char hint[PATH_MAX + 128];
+
+	snprintf(hint, sizeof(hint), "; the recording is in %s: tracer push it --to the URL later",
+		 path);
+	o.hint = hint;
+	if (streamed)
+		pr_info("streamed %" PRIu64 " span%s to ClickHouse while recording", streamed,
+			plural_s(streamed));
+	push__file(&o);
+}
+
 int record__run(struct record_opts *opts)
 {
 	struct recording r = { .opts = opts, .epfd = -1, .sigfd = -1, .timerfd = -1 };
+	struct stream *streamer = NULL;
+	uint64_t streamed = 0;
 	int err;
 
 	libbpf_set_print(libbpf_print);
@@ -199,6 +221,8 @@ int record__run(struct record_opts *opts)
 		r.writer = NULL;
 	} else if (!err) {
 		announce(&r);
+		if (opts->to) /* spans go while recording; the push at the end makes it whole */
+			streamer = stream__start(r.path, opts->to);
 		status__init(&r.status, verbosity < VERB_NORMAL || opts->top);
 		if (opts->top)
 			recording__start_top(&r);
@@ -206,9 +230,12 @@ int record__run(struct record_opts *opts)
 		status__clear(&r.status);
 		top__stop(&r.top);
 		err = recording__finish(&r);
+		stream__stop(streamer, &streamed);
 	}
 	top__stop(&r.top); /* whatever failed: the terminal as it was */
 	cleanup(&r);
+	if (!err && opts->to)
+		push_at_end(r.path, opts->to, streamed);
 	if (r.launched && err) {
 		kill(r.launched, SIGKILL); /* not traced as asked: do not let it run */
 		launch__exit_status(r.launched);

@@ -20,6 +20,7 @@ struct record_opts {
 	uint64_t duration_ns; /* 0: until stopped */
 	uint64_t min_dur_ns;
 	const char *output; /* NULL: tracer-COMM-PID-TIME.json */
+	char *to;	    /* --to: a ClickHouse URL the file is pushed to when it is written */
 	bool no_sched;
 	bool entry_only; /* no return probes: every call an instant */
 	bool no_args;	 /* read nothing from the target's memory: no args, name_from, queues */

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* A trace file as ClickHouse rows (doc/clickhouse.md): its spans and its threads' scheduler
+ * states in batches of JSONEachRow text, each batch numbered, then the one row of the
+ * recording (identity, counts, the verdict and the stages as `tracer report` computes them).
+ * Reads complete files and cut ones alike (trace/trace_reader.h). */
+#ifndef TRACER_SPANS_ROWS_H
+#define TRACER_SPANS_ROWS_H
+
+#include "trace/trace_reader.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* JSONEachRow text being built. */
+struct rows_text {
+	char *p;
+	size_t len, cap;
+};
+
+/* Called once per batch: table is "tracer_spans", "tracer_states" or "tracer_counters", seq
+ * counts that table's batches from 0; rows is nrows JSON objects, one a line. Non-zero stops
+ * the walk. */
+typedef int (*rows_sink)(void *arg, const char *table, uint32_t seq, const char *rows,
+			 size_t len, uint32_t nrows);
+
+struct rows_totals {
+	uint64_t spans, states, counters, batches;
+	int truncated; /* the file was cut short */
+};
+
+/* The recording's id: a hash of host and the file's first 4 KB (its identity, its first
+ * events), so the same file, or a cut copy of it, pushed again keeps its id. 16 hex digits. */
+int spans_rows__id(const char *path, const char *host, char id[17], char *err, size_t errlen);
+/* Hands the spans, the states, then the counters of path to sink, batch_rows at most per batch. 0, the
+ * sink's non-zero, or -errno with err filled. */
+int spans_rows__walk(const char *path, const char *id, const char *host, size_t batch_rows,
+		     rows_sink sink, void *arg, struct rows_totals *t, char *err, size_t errlen);
+/* The recording's row (one JSON object, malloc'ed) in *row. 0 or -errno with err filled. */
+int spans_rows__recording(const char *path, const char *id, const char *host,
+			  const struct rows_totals *t, char **row, char *err, size_t errlen);
+
+/* One span's row (a line) appended to b: the same columns whoever builds it (push, the
+ * streamer), so the same span has the same key. clean/cap: a scratch buffer. */
+void spans_rows__span(struct rows_text *b, const char *id, const char *host, uint32_t seq,
+		      uint32_t row, const struct trace_event *ev, const char *thread,
+		      const char *process, int64_t t0_realtime, char **clean, size_t *cap);
+
+#endif
