@@ -173,8 +173,8 @@ _tracer()
 		return 0
 	done
 
-	# top takes a recording's options
-	mapfile -t opts < <(_tracer_options "${sub/#top/record}")
+	# each command's own --help lists its options (top's: a recording's, and --sort)
+	mapfile -t opts < <(_tracer_options "$sub")
 	# the value of an option that takes one (choices first: they are more precise)
 	for i in "${opts[@]}" ; do
 		opt=${i% *}
