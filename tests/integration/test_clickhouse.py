@@ -365,6 +365,19 @@ def test_record_to_pushes_the_file_when_written(tmp):
     with open(out) as f:  # the pipeline pack's queue depths: one value per counter event
         depths = sum(1 for line in f if line.startswith('{"ph":"C"'))
     assert depths > 0 and int(s.query("SELECT count() FROM tracer_counters FINAL")) == depths
+    # the recording's row says which machine and which boot its times are of
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip()
+    assert s.rows("SELECT host, boot_id FROM tracer_recordings FINAL") == \
+        [[os.uname().nodename, boot]]
+    # a file recorded on another machine keeps that machine's name, wherever it is pushed from
+    with open(out) as f:
+        text = f.read()
+    other = os.path.join(tmp, "from-camera-7.json")
+    with open(other, "w") as f:
+        f.write(text.replace(f'"host":"{os.uname().nodename}"', '"host":"camera-7"'))
+    push(other, "--to", s.url())
+    assert ["camera-7"] in s.rows("SELECT DISTINCT host FROM tracer_spans FINAL")
     # nobody listening: the recording is written all the same, one line says what to do
     out2 = os.path.join(tmp, "run2.json")
     rc, err = lib.run_tracer("-p", pid, "-P", "pipeline", "-d", "1", "-o", out2, "--to",

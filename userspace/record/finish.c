@@ -98,10 +98,25 @@ static void close_open_spans(struct recording *r)
 
 /* What the file is: tracer, the command line (cut at cmd_max bytes), the kernel, the clock and
  * its zero, the CPUs. At the start of the file and in its metadata. */
+/* The kernel's id of this boot: with the host, says which machine and boot the times are of. */
+static const char *boot_id(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	buf[0] = 0;
+	if (f) {
+		if (!fgets(buf, (int)len, f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = 0;
+	return buf;
+}
+
 static cJSON *identity(const struct recording *r, size_t cmd_max)
 {
 	cJSON *m = cJSON_CreateObject();
-	char *cmd = xcalloc(1, cmd_max + 1), num[32];
+	char *cmd = xcalloc(1, cmd_max + 1), num[32], boot[64];
 	struct utsname u;
 
 	for (int i = 0; i < cmdline_argc; i++)
@@ -110,6 +125,8 @@ static cJSON *identity(const struct recording *r, size_t cmd_max)
 	uname(&u);
 	cJSON_AddStringToObject(m, "tracer_version", TRACER_VERSION);
 	cJSON_AddStringToObject(m, "command_line", cmd);
+	cJSON_AddStringToObject(m, "host", u.nodename);
+	cJSON_AddStringToObject(m, "boot_id", boot_id(boot, sizeof(boot)));
 	cJSON_AddStringToObject(m, "kernel", u.release);
 	cJSON_AddStringToObject(m, "clock", "CLOCK_MONOTONIC");
 	/* exact integers: a double would round nanoseconds away */

@@ -69,6 +69,8 @@ int push__file(const struct push_opts *o)
 
 	if (o->host)
 		snprintf(host, sizeof(host), "%s", o->host);
+	else if (o->path && !spans_rows__host(o->path, host, sizeof(host)))
+		; /* where it was recorded, wherever it is pushed from */
 	else if (gethostname(host, sizeof(host) - 1))
 		snprintf(host, sizeof(host), "unknown");
 	host[sizeof(host) - 1] = 0;

@@ -526,6 +526,36 @@ static void from_meta(cJSON *row, cJSON *meta, int64_t *t0, uint64_t *dur)
 	}
 }
 
+#define HOST_LOOKAHEAD 64 /* events: the "recording started" one comes first or nearly */
+
+int spans_rows__host(const char *path, char *host, size_t len)
+{
+	struct trace_reader *r;
+	struct trace_item it;
+	char err[256];
+	int ret = -ENOENT, n = 0;
+
+	if (trace_reader__open(&r, path, TR_EVENTS, err, sizeof(err)))
+		return -ENOENT;
+	while (n++ < HOST_LOOKAHEAD && trace_reader__next(r, &it) > 0) {
+		cJSON *args, *h;
+
+		if (it.type != TI_EVENT || it.ev.ph != 'i' || strcmp(it.ev.name, "recording started") ||
+		    !it.ev.args_at.len)
+			continue;
+		args = cJSON_ParseWithLength(it.ev.text + it.ev.args_at.off, it.ev.args_at.len);
+		h = cJSON_GetObjectItemCaseSensitive(args, "host");
+		if (cJSON_IsString(h) && h->valuestring[0]) {
+			snprintf(host, len, "%s", h->valuestring);
+			ret = 0;
+		}
+		cJSON_Delete(args);
+		break;
+	}
+	trace_reader__close(r);
+	return ret;
+}
+
 /* The metadata object, else the started event's args, else an empty object; and the exact
  * t0_realtime_ns. */
 static cJSON *read_meta(const char *path, int64_t *t0, char *err, size_t errlen)

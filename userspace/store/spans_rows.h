@@ -28,6 +28,9 @@ struct rows_totals {
 	int truncated; /* the file was cut short */
 };
 
+/* The host the recording says it was made on (its "recording started" event, among the file's
+ * first events), in host; 0, or -ENOENT when the file does not say (made before it did). */
+int spans_rows__host(const char *path, char *host, size_t len);
 /* The recording's id: a hash of host and the file's first 4 KB (its identity, its first
  * events), so the same file, or a cut copy of it, pushed again keeps its id. 16 hex digits. */
 int spans_rows__id(const char *path, const char *host, char id[17], char *err, size_t errlen);
