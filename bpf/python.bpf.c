@@ -34,6 +34,7 @@ struct py_thread {
 	__u64 top_frame;
 	__u64 top_code;
 	__u64 top_instr;
+	__u64 top_caller; /* its caller's code and instruction, hashed (frame_key) */
 	__u32 submitted; /* a read was submitted since the thread was first seen */
 	__u32 busy;	 /* a read is under way: one that interrupts it (tick, switch) waits */
 	struct py_stack_rec rec;
@@ -183,6 +184,34 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 	return 0;
 }
 
+/* A frame's code and instruction in one word, in one read, the entry shims of the C stack (3.12
+ * on) skipped: the innermost frame alone does not tell a stack from its sibling (read_a() and
+ * read_b() each calling wait() put wait's frame at the same address, at the same instruction),
+ * its caller does. 0 when unreadable. */
+__noinline __u64 frame_key(const struct py_proc_cfg *cfg, __u64 frame)
+{
+	struct frame_words fw;
+	__u32 n;
+
+	if (!cfg)
+		return 0;
+	n = cfg->frame_read;
+	for (int i = 0; i < 2 && frame; i++) {
+		if (!n || n > PY_FRAME_READ ||
+		    bpf_probe_read_user(&fw, n, (const void *)(frame + cfg->frame_base)))
+			return 0;
+		if ((cfg->flags & PY_CFG_OWNER) &&
+		    ((__u8 *)fw.w)[cfg->frame_owner & (PY_FRAME_READ - 1)] == cfg->owner_cstack) {
+			frame = fw.w[(cfg->frame_previous / 8) & (PY_FRAME_READ / 8 - 1)];
+			continue;
+		}
+		return fw.w[(cfg->frame_code / 8) & (PY_FRAME_READ / 8 - 1)] ^
+		       (fw.w[(cfg->frame_prev_instr / 8) & (PY_FRAME_READ / 8 - 1)] *
+			0x9e3779b97f4a7c15ULL);
+	}
+	return 0;
+}
+
 struct walk_ctx {
 	const struct py_proc_cfg *cfg;
 	struct py_stack_rec *rec;
@@ -216,7 +245,7 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct py_stack_rec *rec = &th->rec;
 	struct py_frame top = {};
-	__u64 tstate, frame, next = 0;
+	__u64 tstate, frame, next = 0, caller;
 	__u32 depth = 0, flags = 0;
 	__u64 size;
 	int ret;
@@ -241,9 +270,11 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 		count(CNT_PY_FAULTS);
 		goto submit;
 	}
-	/* Same innermost frame at the same instruction: the same stack, only the time is news. */
+	/* Same innermost frame at the same instruction, called from the same place: the same
+	 * stack, only the time is news. */
+	caller = frame && next ? frame_key(cfg, next) : 0;
 	if (th->submitted && frame == th->top_frame && top.code == th->top_code &&
-	    top.instr == th->top_instr) {
+	    top.instr == th->top_instr && caller == th->top_caller) {
 		flags = PY_SAME;
 		frame = 0;
 		goto submit;
@@ -252,6 +283,7 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	th->top_frame = frame;
 	th->top_code = top.code;
 	th->top_instr = top.instr;
+	th->top_caller = caller;
 	if (frame) {
 		rec->frames[0] = top;
 		depth = 1;

@@ -419,3 +419,35 @@ def test_foreign_thread_keeps_its_kernel_name(tmp):
     # Python's own names still win where threading gave one
     assert names.get(pid) == "MainThread", names
     p.kill()
+
+
+def test_python_sibling_calls_each_their_own(tmp):
+    """read_a() then read_b(), each calling the same wait() from the same depth: the innermost
+    frame is the same (wait's, at the same address and instruction), its caller is not. Every
+    call is its own span with its own time; before, read_b's waits went to read_a (1 span for
+    368 calls, read_a +59%, read_b -98%)."""
+    log, out = os.path.join(tmp, "sib.log"), os.path.join(tmp, "sib.json")
+    p, (pid,) = lib.start_ready([PYTHON, os.path.join(lib.ROOT, "tests", "targets",
+                                                      "py_siblings.py"), "3", log])
+    tr = start_tracer("-p", pid, "-o", out)
+    sigusr1(pid)
+    wait_exit(p)
+    tr.send_signal(signal.SIGINT)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    calls = collections.defaultdict(list)
+    with open(log) as f:
+        for line in f:
+            name, s, e = line.split()
+            calls[name].append(int(e) - int(s))
+    trace, _ = load_trace(out)
+    got = collections.defaultdict(list)
+    for e in spans(trace):
+        if e["cat"] == "python" and e["name"] in calls:
+            got[e["name"]].append(e["dur"] * 1000)
+    for name in ("read_a", "read_b"):
+        want = calls[name]
+        assert len(want) > 50, (name, len(want))
+        assert len(got[name]) >= 0.95 * len(want), (name, len(got[name]), len(want))
+        assert abs(sum(got[name]) - sum(want)) <= 0.05 * sum(want), \
+            (name, sum(got[name]), sum(want))
