@@ -456,6 +456,40 @@ def test_merge_same_pids_kept_apart(tmp):
     assert sum(switched[new] for new in ids.values()) > 0
 
 
+@lib.offline
+def test_merge_of_different_times_keeps_each_recordings_shares(tmp):
+    """Recordings taken a minute apart, merged: each thread's states are shares of its own
+    recording's time, as in the report of that recording alone. Before, every thread's time ran
+    over the union (its last state stretched to the merged end, its first from the merged
+    start): a thread of A looked "running 100%" for the minute after A stopped."""
+    golden = os.path.join(lib.ROOT, "tests", "golden")
+    a = os.path.join(golden, "host-a.json")
+    with open(os.path.join(golden, "host-b.json")) as f:
+        text = f.read()
+    meta = json.loads(text)["metadata"]
+    later = dict(meta, t0_monotonic_ns=meta["t0_monotonic_ns"] + 60 * 10**9,
+                 t0_realtime_ns=meta["t0_realtime_ns"] + 60 * 10**9)
+    old, new = json.dumps(meta, separators=(",", ":")), json.dumps(later, separators=(",", ":"))
+    assert text.count(old) == 1
+    b = os.path.join(tmp, "host-b.json")
+    with open(b, "w") as f:
+        f.write(text.replace(old, new))
+    m = os.path.join(tmp, "m.json")
+    rc, _, err = tracer("merge", a, b, "-o", m)
+    assert rc == 0, err
+    merged = report_json(m)
+    assert merged["end_ns"] - merged["start_ns"] > 60 * 10**9, merged["end_ns"]
+    ids = json.loads(open(m).read())["metadata"]["merge"]["inputs"][1]["ids"]
+    keys = ("wall_ns", "running_ns", "runnable_ns", "queue_wait_ns", "blocked_ns", "idle_ns")
+    got = {(t["pid"], t["tid"]): [t[k] for k in keys] for t in merged["threads"]}
+    want = {}
+    for path, remap in ((a, {}), (b, ids)):
+        for t in report_json(path)["threads"]:
+            pid, tid = (int(remap.get(str(x), x)) for x in (t["pid"], t["tid"]))
+            want[(pid, tid)] = [t[k] for k in keys]
+    assert len(want) == 8 and got == want, (got, want)
+
+
 def test_export_roundtrip(tmp):
     path, _ = record(tmp, "e.json", "--frames", "40")
     trace, text = load_trace(path)

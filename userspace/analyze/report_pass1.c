@@ -171,6 +171,15 @@ static void note_time(struct ctx *c, int64_t t)
 		c->max_end = t;
 }
 
+static void note_thread(struct rthread *t, int64_t s, int64_t e)
+{
+	if (!t->any_ev || s < t->first_ev)
+		t->first_ev = s;
+	if (!t->any_ev || e > t->last_ev)
+		t->last_ev = e;
+	t->any_ev = true;
+}
+
 static void p1_span(struct ctx *c, const struct trace_event *ev)
 {
 	struct report *r = c->r;
@@ -204,6 +213,7 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 			t->last_e = e;
 		if (ev->has_pid)
 			t->pid = ev->pid;
+		note_thread(t, s, e);
 		t->has_queue |= cls == CAT_QUEUE;
 		if (!strcmp(ev->cat, "python") && stage__python_role(ev->name))
 			t->role = stage__python_role(ev->name);
@@ -249,6 +259,7 @@ static void p1_metadata(struct ctx *c, const char *text, size_t len)
 	v = cJSON_GetObjectItem(m, "cpus");
 	if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65536)
 		c->meta_cpus = (int)v->valuedouble;
+	merged_windows(c, m);
 	cJSON_Delete(m);
 }
 
@@ -273,13 +284,14 @@ static void p1_event(struct ctx *c, const struct trace_event *ev)
 	}
 }
 
-static void first_sched(struct ctx *c, int64_t tid, enum rstate before, bool born)
+static void first_sched(struct ctx *c, int64_t tid, int64_t ts, enum rstate before, bool born)
 {
 	struct rthread *t;
 
 	if (tid <= 0)
 		return; /* the idle task */
 	t = thread_get(c, tid);
+	note_thread(t, ts, ts);
 	if (t->seen_sched)
 		return;
 	t->seen_sched = true;
@@ -312,18 +324,18 @@ static void p1_sched(struct ctx *c, const struct ftrace_line *l)
 	c->sched_lines++;
 	switch (l->kind) {
 	case FT_SWITCH:
-		first_sched(c, l->prev_tid, RS_RUNNING, false);
-		first_sched(c, l->next_tid, RS_RUNNABLE, false);
+		first_sched(c, l->prev_tid, l->ts_ns, RS_RUNNING, false);
+		first_sched(c, l->next_tid, l->ts_ns, RS_RUNNABLE, false);
 		break;
 	case FT_WAKING:
 	case FT_WAKEUP:
-		first_sched(c, l->woken_tid, RS_SLEEPING, false);
+		first_sched(c, l->woken_tid, l->ts_ns, RS_SLEEPING, false);
 		if (l->kind == FT_WAKING && !l->in_irq && l->tid > 0 && l->tid != l->woken_tid &&
 		    l->woken_tid > 0)
 			vote_waker(thread_get(c, l->woken_tid), l->tid);
 		break;
 	case FT_WAKEUP_NEW:
-		first_sched(c, l->woken_tid, RS_DEAD, true);
+		first_sched(c, l->woken_tid, l->ts_ns, RS_DEAD, true);
 		break;
 	case FT_OTHER:
 		break;
