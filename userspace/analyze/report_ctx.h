@@ -34,6 +34,14 @@ struct hist { /* a scheduler state change and the sleeping/blocked totals then *
 	uint8_t state;
 };
 
+/* A span read before the spans it holds (a file written in start order, parents first): what
+ * is left of its self time, and the group it was counted in. */
+struct open_span {
+	int64_t s, e;
+	uint64_t left;
+	struct report_group *g; /* NULL: shorter than --min-dur, in no group */
+};
+
 struct big {
 	int64_t s, e;
 };
@@ -45,6 +53,9 @@ struct rthread {
 	uint64_t spans;
 	struct report_group *grp; /* --by thread / stage */
 	struct cover cover;	  /* its spans so far: self time */
+	struct open_span *open;	  /* spans that may hold later ones (start order): self time */
+	size_t nopen, capopen;
+	bool children_first; /* a span came after spans inside it (tracer's order) */
 	const char *role;	  /* stage__python_role */
 	const char *stage;	  /* --by stage: its stage's name, while the groups are merged */
 	/* pass 1 */

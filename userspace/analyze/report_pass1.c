@@ -98,6 +98,7 @@ void thread_free(struct rthread *t)
 	}
 	free(t->bq);
 	free(t->h);
+	free(t->open);
 	cover__free(&t->cover);
 	group_free(t->grp);
 	free(t);
@@ -180,13 +181,46 @@ static void note_thread(struct rthread *t, int64_t s, int64_t e)
 	t->any_ev = true;
 }
 
+/* Spans kept open per thread at most (a chain of spans each inside the one before). */
+#define OPEN_MAX 4096
+
+/* The span read before [s, e) that holds it, the innermost: then the file lists parents before
+ * their children (start order, as the PyTorch profiler and hand-made files do), and [s, e) is
+ * a child of it. Spans that cannot hold [s, e) or any later span of the file's order leave.
+ * Two spans of one extent (µs files have them): the second is inside the first, unless the
+ * thread's spans came children first. */
+static struct open_span *open_parent(struct rthread *t, int64_t s, int64_t e)
+{
+	while (t->nopen) {
+		struct open_span *o = &t->open[t->nopen - 1];
+
+		if (o->s <= s && e <= o->e && (o->s != s || o->e != e || !t->children_first))
+			return o;
+		t->nopen--;
+	}
+	return NULL;
+}
+
+static void open_push(struct rthread *t, int64_t s, int64_t e, uint64_t self,
+		      struct report_group *g)
+{
+	if (t->nopen == OPEN_MAX)
+		return;
+	if (t->nopen == t->capopen) {
+		t->capopen = t->capopen ? 2 * t->capopen : 16;
+		t->open = xrealloc(t->open, t->capopen, sizeof(*t->open));
+	}
+	t->open[t->nopen++] = (struct open_span){ s, e, self, g };
+}
+
 static void p1_span(struct ctx *c, const struct trace_event *ev)
 {
 	struct report *r = c->r;
 	int64_t s = ev->ts_ns, e = ev->ts_ns + ev->dur_ns;
-	uint64_t dur = ev->dur_ns, self = dur;
+	uint64_t dur = ev->dur_ns, self = dur, covered;
 	struct rthread *t = NULL;
 	struct report_group *g = NULL;
+	struct open_span *parent;
 	int cls = class_of(ev);
 
 	r->spans++;
@@ -219,10 +253,25 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 			t->role = stage__python_role(ev->name);
 		heap_push(c, &(struct big_span){ ev->tid, s, e, (uint8_t)cls });
 		/* the spans it covers came before it (completion order): its children */
-		self = dur - cover__add(&t->cover, s, e);
+		covered = cover__add(&t->cover, s, e);
+		self = dur - covered;
+		parent = open_parent(t, s, e);
+		t->children_first |= !parent && covered;
+		if (parent) { /* it came after the span it is in (start order): its time is not
+				* its parent's own; its own children come after it */
+			uint64_t less = dur < parent->left ? dur : parent->left;
+
+			self = dur;
+			parent->left -= less;
+			if (parent->g)
+				parent->g->self_ns -= less;
+		}
 	}
-	if (dur < c->o->min_dur_ns)
+	if (dur < c->o->min_dur_ns) {
+		if (t)
+			open_push(t, s, e, self, NULL);
 		return;
+	}
 	switch (c->o->by) {
 	case BY_NAME:
 		g = span_group(c, ev->name, ev->cat);
@@ -242,6 +291,8 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 		break;
 	}
 	group_add(g, dur, self);
+	if (ev->has_tid)
+		open_push(t, s, e, self, g);
 }
 
 static void p1_metadata(struct ctx *c, const char *text, size_t len)
