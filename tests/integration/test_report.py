@@ -484,7 +484,7 @@ def test_report_self_time_nests_by_time_in_any_order(tmp):
     spans_.append((13, "parent", 1000000, 100000))  # the pair of the issue
     spans_.append((13, "child", 1020000, 30000))
     # the file's order decides which of two spans of one extent is inside: the later one in
-    # start order, the earlier one in tracer's (children first)
+    # start order, the earlier one in tracer's (children first; a Python frame and its callee)
     start = sorted(spans_, key=lambda x: (x[0], x[2], -x[3]))
     end = sorted(range(len(start)), key=lambda i: (start[i][2] + start[i][3], -start[i][2], -i))
     orders = {"start": start, "end": [start[i] for i in end]}

@@ -55,7 +55,7 @@ struct rthread {
 	struct cover cover;	  /* its spans so far: self time */
 	struct open_span *open;	  /* spans that may hold later ones (start order): self time */
 	size_t nopen, capopen;
-	bool children_first; /* a span came after spans inside it (tracer's order) */
+	bool parents_first; /* a span came after a longer one that holds it (start order) */
 	const char *role;	  /* stage__python_role */
 	const char *stage;	  /* --by stage: its stage's name, while the groups are merged */
 	/* pass 1 */

@@ -187,14 +187,15 @@ static void note_thread(struct rthread *t, int64_t s, int64_t e)
 /* The span read before [s, e) that holds it, the innermost: then the file lists parents before
  * their children (start order, as the PyTorch profiler and hand-made files do), and [s, e) is
  * a child of it. Spans that cannot hold [s, e) or any later span of the file's order leave.
- * Two spans of one extent (µs files have them): the second is inside the first, unless the
- * thread's spans came children first. */
+ * Two spans of one extent (a Python frame and its callee, as tracer reads them; µs files):
+ * the first is inside the second, as tracer writes them, unless the thread's spans came
+ * parents first. */
 static struct open_span *open_parent(struct rthread *t, int64_t s, int64_t e)
 {
 	while (t->nopen) {
 		struct open_span *o = &t->open[t->nopen - 1];
 
-		if (o->s <= s && e <= o->e && (o->s != s || o->e != e || !t->children_first))
+		if (o->s <= s && e <= o->e && (o->s != s || o->e != e || t->parents_first))
 			return o;
 		t->nopen--;
 	}
@@ -217,7 +218,7 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 {
 	struct report *r = c->r;
 	int64_t s = ev->ts_ns, e = ev->ts_ns + ev->dur_ns;
-	uint64_t dur = ev->dur_ns, self = dur, covered;
+	uint64_t dur = ev->dur_ns, self = dur;
 	struct rthread *t = NULL;
 	struct report_group *g = NULL;
 	struct open_span *parent;
@@ -253,10 +254,9 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 			t->role = stage__python_role(ev->name);
 		heap_push(c, &(struct big_span){ ev->tid, s, e, (uint8_t)cls });
 		/* the spans it covers came before it (completion order): its children */
-		covered = cover__add(&t->cover, s, e);
-		self = dur - covered;
+		self = dur - cover__add(&t->cover, s, e);
 		parent = open_parent(t, s, e);
-		t->children_first |= !parent && covered;
+		t->parents_first |= parent && (parent->s != s || parent->e != e);
 		if (parent) { /* it came after the span it is in (start order): its time is not
 				* its parent's own; its own children come after it */
 			uint64_t less = dur < parent->left ? dur : parent->left;
@@ -281,8 +281,11 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 		break;
 	case BY_THREAD:
 	case BY_STAGE:
-		if (c->o->compare && (cls == CAT_QUEUE || cls == CAT_GIL))
+		if (c->o->compare && (cls == CAT_QUEUE || cls == CAT_GIL)) {
+			if (t) /* in no group, but still a parent for what follows */
+				open_push(t, s, e, self, NULL);
 			return;
+		}
 		if (!t)
 			t = thread_get(c, -1); /* spans without a tid */
 		if (!t->grp)
