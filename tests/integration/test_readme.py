@@ -146,3 +146,17 @@ def test_walkthrough_records_as_written_in_a_root_shell(tmp):
     assert "bottleneck: decode[*]" in p.stderr, p.stderr
     trace, _ = lib.load_trace(os.path.join(lib.ROOT, "pipeline-trace.json"))
     assert any(e["name"] == "decode_frame" for e in lib.spans(trace))
+
+
+@lib.offline
+def test_readme_says_what_make_check_costs(tmp):
+    """`make check` builds the viewers (npm ci from the registry) and runs for minutes: the
+    README's Tests section says both, so that nobody is surprised offline or in a hurry."""
+    make = open(os.path.join(lib.ROOT, "Makefile")).read()
+    bins = re.search(r"^test-bins:(.*)$", make, re.M).group(1).split()
+    assert "viewers" in bins and re.search(r"^check: test-bins", make, re.M), bins
+    text = open(os.path.join(lib.ROOT, "README.md")).read()
+    tests = text[text.index("\n## Tests\n"):]
+    tests = tests[:tests.index("\n## ", 1)]
+    first = tests[:tests.index("\n\n", len("\n## Tests\n") + 1)]  # its first paragraph
+    assert re.search(r"\b\d+ to \d+ minutes\b", first) and "npm" in first, first
