@@ -70,6 +70,7 @@ def test_usage_errors_say_what_to_do(tmp):
                                          "--output"),
         (["report", "--tpo", "3", "x.json"], "did you mean: --top"),
         (["merge", "--outptu", "m.json", "a.json"], "did you mean: --output"),
+        (["diff", "--jsno", "a.json", "b.json"], "did you mean: --json"),
         (["-p", "1", "2", "x"], "unexpected argument 'x'"),
         (["-p", "1", "-d", "1", "2"], "unexpected argument '2'"),
         (["-p", ", "], "bad pid list"),
