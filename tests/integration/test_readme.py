@@ -140,8 +140,9 @@ def test_walkthrough_records_as_written_in_a_root_shell(tmp):
     block = next(b for b in walkthrough_blocks() if ".output/targets/pipeline --forever" in b)
     env = dict(os.environ, PATH=path_without_sudo(tmp))
     env.pop("TRACER_PROBES", None)  # ./tracer finds the packs of its tree by itself
-    p = subprocess.run(["bash", "-ec", block + "kill $!\n"], cwd=lib.ROOT, env=env,
-                       capture_output=True, text=True, timeout=300)
+    # the pipeline it starts in the background is stopped however the block ends
+    p = subprocess.run(["bash", "-ec", "trap 'kill $! 2>/dev/null' EXIT\n" + block],
+                       cwd=lib.ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "bottleneck: decode[*]" in p.stderr, p.stderr
     trace, _ = lib.load_trace(os.path.join(lib.ROOT, "pipeline-trace.json"))
