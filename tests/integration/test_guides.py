@@ -2,7 +2,13 @@
 example program, the names the guide says appear checked in the HTML report they produce, and
 the report rendered in headless Chromium into the screenshot the README shows
 (OUTPUT/artifacts/guide-STACK.png; with TRACER_UPDATE_GUIDES=1, `make guide-images`, into
-doc/images/ as well)."""
+doc/images/ as well).
+
+Beside each image, doc/images/guide-STACK.json says what it shows: the stages and the span
+names the report draws (numbers and pids aside). Each run compares what the code draws now
+with it, so that a picture cannot drift from the code (a stage or a probe gone, or new): when
+they differ, `make guide-images` draws both again."""
+import json
 import os
 import re
 import shutil
@@ -51,12 +57,31 @@ def run_guide(tmp, stack):
         b.open("file://" + html)
         assert b.wait_for("document.readyState === 'complete'")
         shown = b.eval("document.body.innerText")
+        drawn = b.eval("""(() => ({
+            stages: [...document.querySelectorAll('#stages g.stage')].map(g => g.dataset.stage),
+            spans: [...document.querySelectorAll('svg.hist')].map(s => s.dataset.group)}))()""")
         b.screenshot(shot)
+    trace = os.path.join(tmp, commands[0].split()[commands[0].split().index("-o") + 1])
+    p = subprocess.run([lib.TRACER, "report", trace, "--json", "--top", "0"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    category = {g["group"]: g["category"] for g in json.loads(p.stdout)["groups"]}
+    drawn["spans"] = [n for n in drawn["spans"] if category.get(n) != "python"]
     folder = os.path.join(lib.OUTPUT, "artifacts")
     os.makedirs(folder, exist_ok=True)
     shutil.copyfile(shot, os.path.join(folder, os.path.basename(shot)))
+    what = structure(image, drawn)
+    with open(os.path.join(folder, f"guide-{stack}.json"), "w") as f:
+        f.write(what)
+    sidecar = os.path.join(lib.ROOT, image[:-len(".png")] + ".json")
     if os.environ.get("TRACER_UPDATE_GUIDES"):
         shutil.copyfile(shot, os.path.join(lib.ROOT, image))
+        with open(sidecar, "w") as f:
+            f.write(what)
+    with open(sidecar) as f:
+        committed = f.read()
+    assert committed == what, f"{image} is stale: it shows {stale(committed, what)}; " \
+        "`make guide-images` draws it again (review, then commit the image and its .json)"
     # what the guide says appears is in the report of this run
     missing = [n for n in names if n not in shown]
     assert not missing, f"the {stack} guide names {missing}, absent from its report"
@@ -64,6 +89,26 @@ def run_guide(tmp, stack):
     # the README shows an image of it, a PNG the renderer made
     with open(os.path.join(lib.ROOT, image), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n", image
+
+
+def structure(image, drawn):
+    """What a guide's image shows, as its .json keeps it: stage names (without the pid or tid
+    that tells apart stages of one name: which get one varies, gst-launch's first run starts a
+    plugin scanner) and the names of the spans the probes make, each sorted (not the Python
+    functions: which of those a stack read catches varies from run to run)."""
+    stages = sorted({re.sub(r" (pid|tid) \d+$", "", n) for n in drawn["stages"]})
+    return json.dumps({"image": os.path.basename(image), "stages": stages,
+                       "spans": sorted(set(drawn["spans"]))}, indent=1) + "\n"
+
+
+def stale(committed, now):
+    """"stage X, no longer drawn; span Y, drawn now but not in the image" ..."""
+    old, new = json.loads(committed), json.loads(now)
+    out = []
+    for key in ("stages", "spans"):
+        out += [f"{key[:-1]} {n!r}, no longer drawn" for n in old[key] if n not in new[key]]
+        out += [f"no {key[:-1]} {n!r}, drawn now" for n in new[key] if n not in old[key]]
+    return "; ".join(out)
 
 
 def test_guide_pytorch(tmp):

@@ -107,3 +107,57 @@ def test_repo_stands_alone(tmp):
     assert "doc/trace-format.md" in links, links
     missing = [l for l in links if not os.path.exists(os.path.join(lib.ROOT, l))]
     assert not missing, missing
+
+
+def walkthrough_blocks():
+    text = open(os.path.join(lib.ROOT, "README.md")).read()
+    section = text[text.index("## Walkthrough"):]
+    section = section[:section.index("\n## ", 1)]
+    return re.findall(r"```sh\n(.*?)```", section, re.S)
+
+
+@lib.offline
+def test_walkthrough_needs_no_sudo_nor_install(tmp):
+    """The walkthrough's commands run as written in a root shell with no sudo, and right after
+    `make`: before, `sudo make install` and `sudo tracer -p $! ...` failed without sudo, and
+    `tracer` was not on PATH after the quick start."""
+    blocks = walkthrough_blocks()
+    cmds = [l.split("#")[0].strip() for b in blocks for l in b.splitlines()]
+    cmds = [c for c in cmds if c]
+    assert len(blocks) >= 3 and any(c.startswith("./tracer -p $!") for c in cmds), cmds
+    for c in cmds:
+        words = c.split()
+        assert "sudo" not in words, c
+        assert "tracer" not in words, c  # ./tracer: the link make leaves
+    text = open(os.path.join(lib.ROOT, "README.md")).read()
+    assert "`./tracer report pipeline-trace.json --html report.html`" in text
+
+
+def test_walkthrough_records_as_written_in_a_root_shell(tmp):
+    """Its first recording, run as written by bash in a root shell that has no sudo."""
+    if os.path.realpath(lib.OUTPUT) != os.path.realpath(os.path.join(lib.ROOT, ".output")):
+        raise lib.Skip("./tracer links to .output/tracer: run with the default --output")
+    block = next(b for b in walkthrough_blocks() if ".output/targets/pipeline --forever" in b)
+    env = dict(os.environ, PATH=path_without_sudo(tmp))
+    env.pop("TRACER_PROBES", None)  # ./tracer finds the packs of its tree by itself
+    # the pipeline it starts in the background is stopped however the block ends
+    p = subprocess.run(["bash", "-ec", "trap 'kill $! 2>/dev/null' EXIT\n" + block],
+                       cwd=lib.ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "bottleneck: decode[*]" in p.stderr, p.stderr
+    trace, _ = lib.load_trace(os.path.join(lib.ROOT, "pipeline-trace.json"))
+    assert any(e["name"] == "decode_frame" for e in lib.spans(trace))
+
+
+@lib.offline
+def test_readme_says_what_make_check_costs(tmp):
+    """`make check` builds the viewers (npm ci from the registry) and runs for minutes: the
+    README's Tests section says both, so that nobody is surprised offline or in a hurry."""
+    make = open(os.path.join(lib.ROOT, "Makefile")).read()
+    bins = re.search(r"^test-bins:(.*)$", make, re.M).group(1).split()
+    assert "viewers" in bins and re.search(r"^check: test-bins", make, re.M), bins
+    text = open(os.path.join(lib.ROOT, "README.md")).read()
+    tests = text[text.index("\n## Tests\n"):]
+    tests = tests[:tests.index("\n## ", 1)]
+    first = tests[:tests.index("\n\n", len("\n## Tests\n") + 1)]  # its first paragraph
+    assert re.search(r"\b\d+ to \d+ minutes\b", first) and "npm" in first, first

@@ -460,6 +460,96 @@ def test_merge_same_pids_kept_apart(tmp):
     assert sum(switched[new] for new in ids.values()) > 0
 
 
+def nested_spans(rng, tid, start, end, depth):
+    """(tid, name, start_ns, dur_ns) of a tree of spans in [start, end): children inside their
+    parent, some starting or ending with it, as a profiler's operators do."""
+    out, t = [], start
+    while depth and t < end - 4000:
+        s = t if rng.random() < 0.3 else rng.randrange(t, (t + end) // 2)
+        e = end if rng.random() < 0.2 else rng.randrange(s + 2000, end)
+        out.append((tid, f"op{depth}_{rng.randrange(3)}", s, e - s))
+        out += nested_spans(rng, tid, s, e, depth - 1)
+        t = e
+    return out
+
+
+@lib.offline
+def test_report_self_time_nests_by_time_in_any_order(tmp):
+    """Self time is each span less the spans directly inside it, whatever order the file lists
+    them in: as tracer writes them (children first, as they end) or in start order (parents
+    first, as the PyTorch profiler and hand-made files do). Before, a parent read before its
+    children kept all its time as its own and the children got none (a parent-first pair gave
+    the child 0 ns)."""
+    import random
+    rng = random.Random(7)
+    spans_ = []
+    for tid in (11, 12):
+        spans_ += nested_spans(rng, tid, 1000000, 9000000, 5)
+    spans_.append((13, "parent", 1000000, 100000))  # the pair of the issue
+    spans_.append((13, "child", 1020000, 30000))
+    # the file's order decides which of two spans of one extent is inside: the later one in
+    # start order, the earlier one in tracer's (children first; a Python frame and its callee)
+    start = sorted(spans_, key=lambda x: (x[0], x[2], -x[3]))
+    end = sorted(range(len(start)), key=lambda i: (start[i][2] + start[i][3], -start[i][2], -i))
+    orders = {"start": start, "end": [start[i] for i in end]}
+    assert len({(x[0], x[2], x[3]) for x in spans_}) < len(spans_)  # some of one extent
+    want = collections.Counter()
+    stack = []  # [end, name, self] of the spans open, from start order
+    for t, n, s, d in start + [(None, None, 1 << 62, 0)]:
+        while stack and (stack[-1][0] <= s or stack[-1][3] != t):
+            e, name, own, _ = stack.pop()
+            want[name] += own
+        if stack:
+            stack[-1][2] -= d
+        stack.append([s + d, n, d, t])
+    assert want["child"] == 30000 and want["parent"] == 70000
+    assert len(spans_) > 40 and sum(want.values()) < sum(x[3] for x in spans_)
+    for order, evs in orders.items():
+        path = os.path.join(tmp, order + ".json")
+        with open(path, "w") as f:
+            f.write('{"traceEvents":[\n' + ",\n".join(
+                f'{{"ph":"X","name":"{n}","cat":"operator","ts":{tracegen.us(s)},'
+                f'"dur":{tracegen.us(d)},"pid":10,"tid":{t}}}' for t, n, s, d in evs) + "\n]}\n")
+        got = {g["group"]: g["self_ns"] for g in report_json(path, "--top", "0")["groups"]}
+        assert got == dict(want), (order, got, dict(want))
+        by_thread = {g["group"]: g["self_ns"] for g in report_json(path, "--by", "thread")["groups"]}
+        assert sum(by_thread.values()) == sum(want.values()), (order, by_thread)
+
+
+@lib.offline
+def test_merge_of_different_times_keeps_each_recordings_shares(tmp):
+    """Recordings taken a minute apart, merged: each thread's states are shares of its own
+    recording's time, as in the report of that recording alone. Before, every thread's time ran
+    over the union (its last state stretched to the merged end, its first from the merged
+    start): a thread of A looked "running 100%" for the minute after A stopped."""
+    golden = os.path.join(lib.ROOT, "tests", "golden")
+    a = os.path.join(golden, "host-a.json")
+    with open(os.path.join(golden, "host-b.json")) as f:
+        text = f.read()
+    meta = json.loads(text)["metadata"]
+    later = dict(meta, t0_monotonic_ns=meta["t0_monotonic_ns"] + 60 * 10**9,
+                 t0_realtime_ns=meta["t0_realtime_ns"] + 60 * 10**9)
+    old, new = json.dumps(meta, separators=(",", ":")), json.dumps(later, separators=(",", ":"))
+    assert text.count(old) == 1
+    b = os.path.join(tmp, "host-b.json")
+    with open(b, "w") as f:
+        f.write(text.replace(old, new))
+    m = os.path.join(tmp, "m.json")
+    rc, _, err = tracer("merge", a, b, "-o", m)
+    assert rc == 0, err
+    merged = report_json(m)
+    assert merged["end_ns"] - merged["start_ns"] > 60 * 10**9, merged["end_ns"]
+    ids = json.loads(open(m).read())["metadata"]["merge"]["inputs"][1]["ids"]
+    keys = ("wall_ns", "running_ns", "runnable_ns", "queue_wait_ns", "blocked_ns", "idle_ns")
+    got = {(t["pid"], t["tid"]): [t[k] for k in keys] for t in merged["threads"]}
+    want = {}
+    for path, remap in ((a, {}), (b, ids)):
+        for t in report_json(path)["threads"]:
+            pid, tid = (int(remap.get(str(x), x)) for x in (t["pid"], t["tid"]))
+            want[(pid, tid)] = [t[k] for k in keys]
+    assert len(want) == 8 and got == want, (got, want)
+
+
 def test_export_roundtrip(tmp):
     path, _ = record(tmp, "e.json", "--frames", "40")
     trace, text = load_trace(path)

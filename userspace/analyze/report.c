@@ -17,7 +17,7 @@ static void thread_result(struct ctx *c, struct rthread *t, struct thread_time *
 	uint64_t qs = 0, qd = 0, len[NCLASS];
 
 	if (r->has_sched && t->started && t->state != RS_DEAD)
-		set_state(t, t->state, r->end_ns);
+		set_state(t, t->state, t->win_e);
 	pass_boundaries(t, INT64_MAX);
 	finalize(t, INT64_MAX);
 	for (int k = 0; k < NCLASS; k++) {
@@ -196,6 +196,7 @@ int report__run(struct report *r, const struct report_opts *o, char *err, size_t
 	r->end_ns = c->max_end == INT64_MIN ? r->start_ns : c->max_end;
 	if (c->have_t0 && c->meta_dur > r->end_ns)
 		r->end_ns = c->meta_dur;
+	thread_windows(c);
 	build_big(c);
 	ret = pass2(c, err, errlen);
 	if (ret)
@@ -244,6 +245,7 @@ void report__free(struct report *r)
 			thread_free(t);
 		}
 		free(c->heap);
+		free(c->wins);
 		free(c);
 	}
 	free(r->groups);

@@ -11,7 +11,8 @@
  * completion order, so a span may cover others that came before it; the K longest spans are
  * known in advance, and every other span is at most as long as the shortest of them (L), so only
  * the last L of each thread's spans and scheduler states are kept (plus the disorder of the
- * file, measured in pass 1). */
+ * file, measured in pass 1). Self time takes either order: a span covers the spans read before
+ * it (completion order), or is inside an open span read before it (start order). */
 #ifndef TRACER_REPORT_H
 #define TRACER_REPORT_H
 

@@ -34,6 +34,14 @@ struct hist { /* a scheduler state change and the sleeping/blocked totals then *
 	uint8_t state;
 };
 
+/* A span read before the spans it holds (a file written in start order, parents first): what
+ * is left of its self time, and the group it was counted in. */
+struct open_span {
+	int64_t s, e;
+	uint64_t left;
+	struct report_group *g; /* NULL: shorter than --min-dur, in no group */
+};
+
 struct big {
 	int64_t s, e;
 };
@@ -45,11 +53,17 @@ struct rthread {
 	uint64_t spans;
 	struct report_group *grp; /* --by thread / stage */
 	struct cover cover;	  /* its spans so far: self time */
+	struct open_span *open;	  /* spans that may hold later ones (start order): self time */
+	size_t nopen, capopen;
+	bool parents_first; /* a span came after a longer one that holds it (start order) */
 	const char *role;	  /* stage__python_role */
 	const char *stage;	  /* --by stage: its stage's name, while the groups are merged */
 	/* pass 1 */
 	bool seen_sched, has_queue;
 	int64_t first_s, last_e; /* its spans' extent: its observed time without states */
+	int64_t first_ev, last_ev; /* the extent of its spans and scheduler lines */
+	bool any_ev;
+	int64_t win_s, win_e; /* its recording's span of time (merged files hold several) */
 	enum rstate before; /* what its first scheduler event says it did until then */
 	bool born;	    /* its first event is sched_wakeup_new */
 	/* who wakes it (not from an interrupt): the candidate for a majority (Boyer-Moore) in
@@ -96,6 +110,8 @@ struct ctx {
 	bool any_span, any_sched, have_t0;
 	int64_t min_ts, max_end, meta_dur;
 	int meta_cpus; /* the CPUs the recording says the machine had (0: not said) */
+	struct window { int64_t s, e; } *wins; /* a merged file's recordings, trace-relative */
+	size_t nwins;
 	/* pass 2 */
 	int64_t glob_e, glob_s;
 	uint64_t sched_lines;
@@ -110,6 +126,12 @@ void group_free(struct report_group *g);
 struct rthread *thread_find(struct ctx *c, int64_t tid);
 void thread_free(struct rthread *t);
 int pass1(struct ctx *c, char *err, size_t errlen);
+/* report_windows.c: the recordings a merged file's metadata holds ({"merged": [...],
+ * "merge": {"inputs": [...]}}), and each thread's span of time: its recording's in a merged
+ * file, else the whole file's. */
+struct cJSON;
+void merged_windows(struct ctx *c, const struct cJSON *meta);
+void thread_windows(struct ctx *c);
 
 /* report_sweep.c: the longest spans merged per thread, then pass 2 */
 void build_big(struct ctx *c);

@@ -98,6 +98,7 @@ void thread_free(struct rthread *t)
 	}
 	free(t->bq);
 	free(t->h);
+	free(t->open);
 	cover__free(&t->cover);
 	group_free(t->grp);
 	free(t);
@@ -171,6 +172,48 @@ static void note_time(struct ctx *c, int64_t t)
 		c->max_end = t;
 }
 
+static void note_thread(struct rthread *t, int64_t s, int64_t e)
+{
+	if (!t->any_ev || s < t->first_ev)
+		t->first_ev = s;
+	if (!t->any_ev || e > t->last_ev)
+		t->last_ev = e;
+	t->any_ev = true;
+}
+
+/* Spans kept open per thread at most (a chain of spans each inside the one before). */
+#define OPEN_MAX 4096
+
+/* The span read before [s, e) that holds it, the innermost: then the file lists parents before
+ * their children (start order, as the PyTorch profiler and hand-made files do), and [s, e) is
+ * a child of it. Spans that cannot hold [s, e) or any later span of the file's order leave.
+ * Two spans of one extent (a Python frame and its callee, as tracer reads them; µs files):
+ * the first is inside the second, as tracer writes them, unless the thread's spans came
+ * parents first. */
+static struct open_span *open_parent(struct rthread *t, int64_t s, int64_t e)
+{
+	while (t->nopen) {
+		struct open_span *o = &t->open[t->nopen - 1];
+
+		if (o->s <= s && e <= o->e && (o->s != s || o->e != e || t->parents_first))
+			return o;
+		t->nopen--;
+	}
+	return NULL;
+}
+
+static void open_push(struct rthread *t, int64_t s, int64_t e, uint64_t self,
+		      struct report_group *g)
+{
+	if (t->nopen == OPEN_MAX)
+		return;
+	if (t->nopen == t->capopen) {
+		t->capopen = t->capopen ? 2 * t->capopen : 16;
+		t->open = xrealloc(t->open, t->capopen, sizeof(*t->open));
+	}
+	t->open[t->nopen++] = (struct open_span){ s, e, self, g };
+}
+
 static void p1_span(struct ctx *c, const struct trace_event *ev)
 {
 	struct report *r = c->r;
@@ -178,6 +221,7 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 	uint64_t dur = ev->dur_ns, self = dur;
 	struct rthread *t = NULL;
 	struct report_group *g = NULL;
+	struct open_span *parent;
 	int cls = class_of(ev);
 
 	r->spans++;
@@ -204,15 +248,30 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 			t->last_e = e;
 		if (ev->has_pid)
 			t->pid = ev->pid;
+		note_thread(t, s, e);
 		t->has_queue |= cls == CAT_QUEUE;
 		if (!strcmp(ev->cat, "python") && stage__python_role(ev->name))
 			t->role = stage__python_role(ev->name);
 		heap_push(c, &(struct big_span){ ev->tid, s, e, (uint8_t)cls });
 		/* the spans it covers came before it (completion order): its children */
 		self = dur - cover__add(&t->cover, s, e);
+		parent = open_parent(t, s, e);
+		t->parents_first |= parent && (parent->s != s || parent->e != e);
+		if (parent) { /* it came after the span it is in (start order): its time is not
+				* its parent's own; its own children come after it */
+			uint64_t less = dur < parent->left ? dur : parent->left;
+
+			self = dur;
+			parent->left -= less;
+			if (parent->g)
+				parent->g->self_ns -= less;
+		}
 	}
-	if (dur < c->o->min_dur_ns)
+	if (dur < c->o->min_dur_ns) {
+		if (t)
+			open_push(t, s, e, self, NULL);
 		return;
+	}
 	switch (c->o->by) {
 	case BY_NAME:
 		g = span_group(c, ev->name, ev->cat);
@@ -222,8 +281,11 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 		break;
 	case BY_THREAD:
 	case BY_STAGE:
-		if (c->o->compare && (cls == CAT_QUEUE || cls == CAT_GIL))
+		if (c->o->compare && (cls == CAT_QUEUE || cls == CAT_GIL)) {
+			if (t) /* in no group, but still a parent for what follows */
+				open_push(t, s, e, self, NULL);
 			return;
+		}
 		if (!t)
 			t = thread_get(c, -1); /* spans without a tid */
 		if (!t->grp)
@@ -232,6 +294,8 @@ static void p1_span(struct ctx *c, const struct trace_event *ev)
 		break;
 	}
 	group_add(g, dur, self);
+	if (ev->has_tid)
+		open_push(t, s, e, self, g);
 }
 
 static void p1_metadata(struct ctx *c, const char *text, size_t len)
@@ -249,6 +313,7 @@ static void p1_metadata(struct ctx *c, const char *text, size_t len)
 	v = cJSON_GetObjectItem(m, "cpus");
 	if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65536)
 		c->meta_cpus = (int)v->valuedouble;
+	merged_windows(c, m);
 	cJSON_Delete(m);
 }
 
@@ -273,13 +338,14 @@ static void p1_event(struct ctx *c, const struct trace_event *ev)
 	}
 }
 
-static void first_sched(struct ctx *c, int64_t tid, enum rstate before, bool born)
+static void first_sched(struct ctx *c, int64_t tid, int64_t ts, enum rstate before, bool born)
 {
 	struct rthread *t;
 
 	if (tid <= 0)
 		return; /* the idle task */
 	t = thread_get(c, tid);
+	note_thread(t, ts, ts);
 	if (t->seen_sched)
 		return;
 	t->seen_sched = true;
@@ -312,18 +378,18 @@ static void p1_sched(struct ctx *c, const struct ftrace_line *l)
 	c->sched_lines++;
 	switch (l->kind) {
 	case FT_SWITCH:
-		first_sched(c, l->prev_tid, RS_RUNNING, false);
-		first_sched(c, l->next_tid, RS_RUNNABLE, false);
+		first_sched(c, l->prev_tid, l->ts_ns, RS_RUNNING, false);
+		first_sched(c, l->next_tid, l->ts_ns, RS_RUNNABLE, false);
 		break;
 	case FT_WAKING:
 	case FT_WAKEUP:
-		first_sched(c, l->woken_tid, RS_SLEEPING, false);
+		first_sched(c, l->woken_tid, l->ts_ns, RS_SLEEPING, false);
 		if (l->kind == FT_WAKING && !l->in_irq && l->tid > 0 && l->tid != l->woken_tid &&
 		    l->woken_tid > 0)
 			vote_waker(thread_get(c, l->woken_tid), l->tid);
 		break;
 	case FT_WAKEUP_NEW:
-		first_sched(c, l->woken_tid, RS_DEAD, true);
+		first_sched(c, l->woken_tid, l->ts_ns, RS_DEAD, true);
 		break;
 	case FT_OTHER:
 		break;

@@ -358,9 +358,9 @@ static void start_threads(struct ctx *c)
 		if (!t->known || !c->r->has_sched)
 			continue;
 		if (!t->seen_sched) /* never switched in or woken: asleep throughout */
-			set_state(t, RS_SLEEPING, c->r->start_ns);
+			set_state(t, RS_SLEEPING, t->win_s);
 		else if (!t->born)
-			set_state(t, t->before, c->r->start_ns);
+			set_state(t, t->before, t->win_s);
 	}
 }
 

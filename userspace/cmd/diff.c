@@ -3,6 +3,7 @@
 #include "analyze/diff.h"
 #include "analyze/diff_html.h"
 #include "cmd/commands.h"
+#include "cmd/unknown_option.h"
 #include "trace/outfile.h"
 #include "util/util.h"
 
@@ -103,7 +104,7 @@ int cmd_diff(int argc, char **argv)
 		case ':':
 			return usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error("diff", "unknown option '%s'", argv[optind - 1]);
+			return unknown_option("diff", argv[optind - 1], longopts);
 		}
 	}
 	if (argc - optind < 2)

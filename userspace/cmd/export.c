@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* tracer export: options, usage, one call into trace/export. */
 #include "cmd/commands.h"
+#include "cmd/unknown_option.h"
 #include "trace/export.h"
 #include "trace/speedscope.h"
 #include "util/util.h"
@@ -68,7 +69,7 @@ int cmd_export(int argc, char **argv)
 		case ':':
 			return usage_error("export", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error("export", "unknown option '%s'", argv[optind - 1]);
+			return unknown_option("export", argv[optind - 1], longopts);
 		}
 	}
 	if (optind == argc)

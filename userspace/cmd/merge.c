@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* tracer merge: options, usage, one call into trace/merge. */
 #include "cmd/commands.h"
+#include "cmd/unknown_option.h"
 #include "trace/merge.h"
 #include "util/util.h"
 
@@ -44,7 +45,7 @@ int cmd_merge(int argc, char **argv)
 		case ':':
 			return usage_error("merge", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error("merge", "unknown option '%s'", argv[optind - 1]);
+			return unknown_option("merge", argv[optind - 1], longopts);
 		}
 	}
 	if (optind == argc)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "cmd/pid_options.h"
+#include "cmd/unknown_option.h"
 #include "util/util.h"
 
 #include <getopt.h>
@@ -28,7 +29,7 @@ int pid_options__parse(int argc, char **argv, const char *cmd, const char *usage
 		case ':':
 			return usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+			return unknown_option(cmd, argv[optind - 1], longopts);
 		}
 	}
 	return -1;

@@ -2,6 +2,7 @@
 /* tracer record: options and usage of a recording; the recording itself is record/record.c. */
 #include "analyze/report.h"
 #include "cmd/commands.h"
+#include "cmd/unknown_option.h"
 #include "record/budget.h"
 #include "record/record.h"
 #include "python/py_session.h"
@@ -110,9 +111,11 @@ static const char *help_text = usage_text;
 static int parse_pids(struct record_opts *o, const char *arg)
 {
 	char *copy = xstrdup(arg), *save = NULL;
-	int ret = 0;
+	int ret = strspn(arg, ", \t\n") == strlen(arg) ? -1 : 0; /* no pid at all */
 
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	/* commas as perf takes them; blanks as "$(pidof x)" gives them, quoted */
+	for (char *tok = strtok_r(copy, ", \t\n", &save); tok;
+	     tok = strtok_r(NULL, ", \t\n", &save)) {
 		int pid;
 
 		if (parse_pid(tok, &pid)) {
@@ -142,6 +145,34 @@ enum record_option {
 	OPT_PY_RATE,
 	OPT_TO,
 	OPT_SORT,
+};
+
+static const struct option longopts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "uprobe", required_argument, NULL, 'u' },
+	{ "pack", required_argument, NULL, 'P' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "min-dur", required_argument, NULL, OPT_MIN_DUR },
+	{ "no-sched", no_argument, NULL, OPT_NO_SCHED },
+	{ "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
+	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
+	{ "no-args", no_argument, NULL, OPT_NO_ARGS },
+	{ "start-paused", no_argument, NULL, OPT_START_PAUSED },
+	{ "follow", no_argument, NULL, OPT_FOLLOW },
+	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
+	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+	{ "no-pack", required_argument, NULL, OPT_NO_PACK },
+	{ "py-rate", required_argument, NULL, OPT_PY_RATE },
+	{ "to", required_argument, NULL, OPT_TO },
+	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "all-processes", no_argument, NULL, 'a' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ 0 },
 };
 
 /* One option of tracer's own (record) command line: 0, or 2 after a usage error. */
@@ -300,7 +331,7 @@ static int record_option(int c, struct record_opts *o, char **argv)
 	case ':':
 		return usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
 	default:
-		return usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+		return unknown_option(NULL, argv[optind - 1], longopts);
 	}
 	return 0;
 }
@@ -313,8 +344,15 @@ static int check_target(int argc, char **argv, struct record_opts *o)
 	else if (optind < argc)
 		return usage_error(NULL, "unexpected argument '%s' (a command to launch goes after --)",
 				   argv[optind]);
+	/* perf's idiom `-p PID -- sleep 5` records PID while the command runs: here that is -d */
+	if (o->cmd && o->npids && !strcmp(o->cmd[0], "sleep") && o->cmd[1] && !o->cmd[2] &&
+	    !parse_duration(o->cmd[1], 1000000000ull, &(uint64_t){ 0 }))
+		return usage_error(NULL, "give -p PID or -- COMMAND, not both: -d %s records "
+					 "the process as long as -- sleep %s would",
+				   o->cmd[1], o->cmd[1]);
 	if (o->cmd && o->npids)
-		return usage_error(NULL, "%s", "give -p PID or -- COMMAND, not both");
+		return usage_error(NULL, "%s", "give -p PID or -- COMMAND, not both (-d DUR "
+					 "records for a while)");
 	if (o->system_wide && (o->npids || o->cmd || o->follow))
 		return usage_error(NULL, "%s", "-a traces every process mapping the probed objects: no -p, "
 					 "--follow or command with it");
@@ -327,42 +365,25 @@ static int check_target(int argc, char **argv, struct record_opts *o)
 
 static int parse_record(int argc, char **argv, struct record_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "uprobe", required_argument, NULL, 'u' },
-		{ "pack", required_argument, NULL, 'P' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "min-dur", required_argument, NULL, OPT_MIN_DUR },
-		{ "no-sched", no_argument, NULL, OPT_NO_SCHED },
-		{ "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
-		{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
-		{ "no-args", no_argument, NULL, OPT_NO_ARGS },
-		{ "start-paused", no_argument, NULL, OPT_START_PAUSED },
-		{ "follow", no_argument, NULL, OPT_FOLLOW },
-		{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
-		{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
-		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
-		{ "no-pack", required_argument, NULL, OPT_NO_PACK },
-		{ "py-rate", required_argument, NULL, OPT_PY_RATE },
-		{ "to", required_argument, NULL, OPT_TO },
-		{ "sort", required_argument, NULL, OPT_SORT },
-		{ "all-processes", no_argument, NULL, 'a' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 },
-	};
-	int c, ret;
+	int c, ret, after_p = 0;
 
 	o->buffer_mb = 8;
 	o->py_hz = PY_DEFAULT_HZ;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:u:P:d:o:aqvhV", longopts, NULL)) != -1) {
+	for (;;) {
+		c = getopt_long(argc, argv, "+:p:u:P:d:o:aqvhV", longopts, NULL);
+		/* -p $(pidof x) unquoted: the pids after the first come as arguments of their own */
+		if (c == -1 && after_p == optind && optind < argc &&
+		    !parse_pids(o, argv[optind])) {
+			after_p = ++optind;
+			continue;
+		}
+		if (c == -1)
+			break;
 		ret = record_option(c, o, argv);
 		if (ret)
 			return ret;
+		after_p = c == 'p' ? optind : 0;
 	}
 	return check_target(argc, argv, o);
 }

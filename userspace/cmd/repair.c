@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* tracer repair: options, usage, one call into trace/repair. */
 #include "cmd/commands.h"
+#include "cmd/unknown_option.h"
 #include "trace/repair.h"
 #include "util/util.h"
 
@@ -37,7 +38,7 @@ int cmd_repair(int argc, char **argv)
 			fputs(repair_usage, stdout);
 			return 0;
 		}
-		return usage_error("repair", "unknown option '%s'", argv[optind - 1]);
+		return unknown_option("repair", argv[optind - 1], longopts);
 	}
 	if (optind == argc)
 		return usage_error("repair", "no trace given: tracer repair TRACE.json");

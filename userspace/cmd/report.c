@@ -4,6 +4,7 @@
 #include "analyze/report_html.h"
 #include "analyze/timeline_read.h"
 #include "cmd/commands.h"
+#include "cmd/unknown_option.h"
 #include "trace/outfile.h"
 #include "trace/trace_reader.h"
 #include "util/util.h"
@@ -187,7 +188,7 @@ int cmd_report(int argc, char **argv)
 		case ':':
 			return usage_error("report", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error("report", "unknown option '%s'", argv[optind - 1]);
+			return unknown_option("report", argv[optind - 1], longopts);
 		}
 	}
 	if (csv && json)

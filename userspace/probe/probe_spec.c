@@ -638,11 +638,13 @@ const char *probe_pack__dir(void)
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
 		exe[n] = 0;
+		/* once: dirname() cuts its argument in place, a second call would climb a level */
+		const char *bin = dirname(exe);
+
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			snprintf(cand, sizeof(cand), "%s/%s", dirname(exe), rel[i]);
+			snprintf(cand, sizeof(cand), "%s/%s", bin, rel[i]);
 			if (!stat(cand, &st) && S_ISDIR(st.st_mode) && realpath(cand, dir))
 				return dir;
-			exe[n] = 0; /* dirname() wrote into it */
 		}
 	}
 	snprintf(dir, sizeof(dir), "/usr/local/share/tracer/probes");

@@ -177,6 +177,17 @@ static void print_packs(const struct recording *r)
 	else
 		fprintf(stderr, "packs: none (no pack's library was mapped%s)\n",
 			r->opts->nno_packs ? ", or --no-pack left it out" : "");
+	if (used[0] || r->tracked.attachment.nprobes)
+		return;
+	/* nothing probed: say how to find the target's own functions and probe them */
+	if (r->tracked.ntargets && !r->launched)
+		fprintf(stderr, "no functions probed: `tracer list -p %d` lists the ones it can "
+			"probe; record them with -u CATEGORY:OBJECT:FUNCTION\n",
+			r->tracked.targets[0].pid);
+	else
+		fprintf(stderr, "no functions probed: `tracer list %s` lists the ones it can "
+			"probe; record them with -u CATEGORY:OBJECT:FUNCTION\n",
+			r->opts->cmd ? printable(r->opts->cmd[0], safe, sizeof(safe)) : "PROGRAM");
 }
 
 static char *metadata_json(struct recording *r, const uint64_t *c)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "record/kernel_btf.h"
 #include "record/recording.h"
 #include "record/launch.h"
 #include "store/push.h"
@@ -207,6 +208,9 @@ int record__run(struct record_opts *opts)
 		return 1;
 	}
 	if (check_invoking_user())
+		return 1;
+	/* before anything starts; TRACER_KERNEL_BTF: tests name a missing file */
+	if (kernel_btf__check(getenv("TRACER_KERNEL_BTF") ?: KERNEL_BTF_PATH))
 		return 1;
 	recording__block_signals();
 	err = prepare(&r);
