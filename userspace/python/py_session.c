@@ -24,6 +24,7 @@ struct py_session {
 	size_t nprocs;
 	uint64_t nspans;
 	uint64_t named_at; /* threads seen when names were last read */
+	bool name_again;   /* read them once more at the next tick */
 	bool warned;
 };
 
@@ -202,12 +203,19 @@ void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts
 	py_spans__thread_exit(s->spans, pid, tid, ts);
 }
 
-void py_session__refresh_names(struct py_session *s)
+void py_session__refresh_names(struct py_session *s, bool tick)
 {
 	uint64_t seen = py_spans__threads_seen(s->spans);
 
-	/* walking the interpreter's dicts costs ~1 ms: only when threads were started since */
-	if (seen == s->named_at)
+	/* walking the interpreter's dicts costs ~1 ms: at once when threads were first seen (a
+	 * thread may be gone before the next tick), and once more at the next tick, for a thread
+	 * first read before threading registered it (Thread._bootstrap_inner names it after the
+	 * thread has run Python code) */
+	if (seen != s->named_at)
+		s->name_again = true;
+	else if (tick && s->name_again)
+		s->name_again = false;
+	else
 		return;
 	s->named_at = seen;
 	for (size_t i = 0; i < s->nprocs; i++)

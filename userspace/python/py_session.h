@@ -57,8 +57,9 @@ size_t py_session__native(struct py_session *s, const struct span_rec *r, bool w
 /* The thread was put on a CPU at ts (a scheduler record). */
 void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts);
 void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts);
-/* Reads Python's thread names of every Python process again, if threads were seen since. */
-void py_session__refresh_names(struct py_session *s);
+/* Reads Python's thread names of every Python process again if threads were seen since, and
+ * once more at the next tick (tick: called from the periodic tick, not after each read). */
+void py_session__refresh_names(struct py_session *s, bool tick);
 /* Recording stopped at ts: open frames end there, incomplete. */
 void py_session__finish(struct py_session *s, uint64_t ts);
 

@@ -196,7 +196,7 @@ static void every_tick(struct recording *r, uint64_t now)
 	budget__check(r, now);
 	r->last_tick = now;
 	if (r->py.session)
-		py_session__refresh_names(r->py.session);
+		py_session__refresh_names(r->py.session, true);
 	if (r->top.on)
 		top__draw(&r->top, r, now);
 	if (!r->status.on)
@@ -273,6 +273,8 @@ void recording__event_loop(struct recording *r)
 		}
 		ret = ring_buffer__consume(r->rb);
 		more = ret == -EAGAIN;
+		if (r->py.session) /* new Python threads: named while they live */
+			py_session__refresh_names(r->py.session, false);
 		if (ret < 0 && trace_writer__error(r->writer))
 			r->stop_reason = "write error";
 		overhead__sample(&r->overhead);
