@@ -12,6 +12,12 @@
 #define PY_RETRY_NS (10 * 1000 * 1000ULL)
 
 volatile __u32 py_active = 0;
+/* Zero, but not to the verifier: .bss may be written, so what it holds is unknown. Kernels
+ * before 6.7 (Debian 12's 6.1) verify a bpf_loop callback for one call, from the context as the
+ * caller filled it, and drop the branches that call could not take: with find_ctx.tstate a
+ * known 0, find_step lost its thread-id match and no thread state was ever found (every
+ * Python read came back empty). The context fields a callback branches on start from this. */
+volatile __u64 py_opaque_zero = 0;
 
 /* Processes running a known interpreter, by tgid: written by userspace at attach, copied to
  * children at fork (they share the parent's memory layout). */
@@ -86,7 +92,8 @@ static long find_step(__u32 i, struct find_ctx *c)
 
 static __always_inline __u64 find_tstate(const struct py_proc_cfg *cfg, __u32 tid)
 {
-	struct find_ctx c = { .cfg = cfg, .tid = tid };
+	struct find_ctx c = { .cfg = cfg, .tid = tid, .tstate = py_opaque_zero,
+			      .interps = py_opaque_zero };
 
 	c.interp = read_ptr(cfg->runtime + cfg->runtime_interp_head);
 	bpf_loop(PY_MAX_INTERPS * (PY_MAX_THREADS + 1), find_step, &c, 0);
@@ -117,14 +124,18 @@ struct frame_words {
 	__u64 w[4];
 };
 
-/* The str's length and first characters lie within 40 bytes (userspace checks it): one read. */
+/* The str's length and first characters lie within 40 bytes (userspace checks it): one read.
+ * Five words, no more: with span_enter's and py_read's frames this one must fit the 512 bytes
+ * that 6.1 counts for a bpf_loop callback too (it refused 544). */
 static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str)
 {
-	__u64 w[8] = {};
+	__u64 w[5] = {}, i = (cfg->str_ascii_data - cfg->str_length) / 8;
 
-	if (!str || bpf_probe_read_user(w, 5 * sizeof(w[0]), (const void *)(str + cfg->str_length)))
+	barrier_var(i); /* the bound below on the register the load uses, not on a copy */
+	if (!str || i >= 5 ||
+	    bpf_probe_read_user(w, sizeof(w), (const void *)(str + cfg->str_length)))
 		return 0;
-	return py_name_fp(w[0], w[((cfg->str_ascii_data - cfg->str_length) / 8) & 7]);
+	return py_name_fp(w[0], w[i]);
 }
 
 static __always_inline int read_frame(const struct py_proc_cfg *cfg, __u64 frame,
@@ -171,7 +182,8 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct py_stack_rec *rec = &th->rec;
-	struct py_frame top = {};
+	/* the innermost frame is read into the record (the thread's own): not on the stack */
+	struct py_frame *top = &rec->frames[0];
 	__u64 tstate, frame, next = 0;
 	__u32 depth = 0, flags = 0;
 	__u64 size;
@@ -181,7 +193,7 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	if (!tstate)
 		return 0;
 	frame = read_ptr(read_ptr(tstate + cfg->tstate_cframe) + cfg->cframe_current_frame);
-	if (frame && read_frame(cfg, frame, &top, &next)) {
+	if (frame && read_frame(cfg, frame, top, &next)) {
 		/* not an empty stack: a stack that could not be read (userspace skips it) */
 		flags = PY_FAULT;
 		frame = 0;
@@ -189,18 +201,17 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 		goto submit;
 	}
 	/* Same innermost frame at the same instruction: the same stack, only the time is news. */
-	if (th->submitted && frame == th->top_frame && top.code == th->top_code &&
-	    top.instr == th->top_instr) {
+	if (th->submitted && frame == th->top_frame && top->code == th->top_code &&
+	    top->instr == th->top_instr) {
 		flags = PY_SAME;
 		frame = 0;
 		goto submit;
 	}
 	th->submitted = 1;
 	th->top_frame = frame;
-	th->top_code = top.code;
-	th->top_instr = top.instr;
+	th->top_code = frame ? top->code : 0;
+	th->top_instr = frame ? top->instr : 0;
 	if (frame) {
-		rec->frames[0] = top;
 		depth = 1;
 		frame = next;
 	}

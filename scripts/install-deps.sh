@@ -14,6 +14,7 @@ packages=(
 	python3-torch python3-opencv			# tests: the framework packs on real pipelines
 	libgstreamer1.0-dev				# build: GstPad/GstObject offsets for the gstreamer pack
 	gstreamer1.0-tools gstreamer1.0-plugins-base	# tests: gst-launch-1.0, videoconvert, videoscale
+	qemu-system-x86 cpio				# make check-kernels: other kernels in a VM
 )
 
 missing=()
