@@ -192,7 +192,8 @@ def test_python_launch_mode(tmp):
                              "--seconds", "1.5", "--log", log, timeout=120)
     assert rc == 0, err
     trace, text = load_trace(out)
-    assert check_format(trace, text) == []
+    bad = check_format(trace, text)
+    assert bad == [], bad[:3]
     gt = read_ground_truth(log)
     py = [e for e in spans(trace) if e["cat"] == "python"]
     names = {e["name"] for e in py}
