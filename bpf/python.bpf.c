@@ -12,6 +12,12 @@
 #define PY_RETRY_NS (10 * 1000 * 1000ULL)
 
 volatile __u32 py_active = 0;
+/* Zero, but not to the verifier: .bss may be written, so what it holds is unknown. Kernels
+ * before 6.7 (Debian 12's 6.1) verify a bpf_loop callback for one call, from the context as the
+ * caller filled it, and drop the branches that call could not take: with find_ctx.tstate a
+ * known 0, find_step lost its thread-id match and no thread state was ever found (every
+ * Python read came back empty). The context fields a callback branches on start from this. */
+volatile __u64 py_opaque_zero = 0;
 
 /* Processes running a known interpreter, by tgid: written by userspace at attach, copied to
  * children at fork (they share the parent's memory layout). */
@@ -110,7 +116,10 @@ static long find_step(__u32 i, struct find_ctx *c)
 /* A global function: its loop is verified once, not on each path of its callers. */
 __noinline __u64 find_tstate(const struct py_proc_cfg *cfg, __u64 key)
 {
-	struct find_ctx c = { .cfg = cfg, .key = key };
+	/* opaque zeros: 6.1 verifies a bpf_loop callback for the first call's state only, and
+	 * with known zeros would drop the branches a later call takes */
+	struct find_ctx c = { .cfg = cfg, .key = key, .tstate = py_opaque_zero,
+			      .interps = py_opaque_zero };
 
 	if (!cfg)
 		return 0;
@@ -148,14 +157,18 @@ struct frame_words {
 	__u64 w[PY_FRAME_READ / 8];
 };
 
-/* The str's length and first characters lie within 40 bytes (userspace checks it): one read. */
+/* The str's length and first characters lie within 40 bytes (userspace checks it): one read.
+ * Five words, no more: with span_enter's and py_read's frames this one must fit the 512 bytes
+ * that 6.1 counts for a bpf_loop callback too (it refused 544). */
 static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str)
 {
-	__u64 w[8] = {};
+	__u64 w[5] = {}, i = (cfg->str_ascii_data - cfg->str_length) / 8;
 
-	if (!str || bpf_probe_read_user(w, 5 * sizeof(w[0]), (const void *)(str + cfg->str_length)))
+	barrier_var(i); /* the bound below on the register the load uses, not on a copy */
+	if (!str || i >= 5 ||
+	    bpf_probe_read_user(w, sizeof(w), (const void *)(str + cfg->str_length)))
 		return 0;
-	return py_name_fp(w[0], w[((cfg->str_ascii_data - cfg->str_length) / 8) & 7]);
+	return py_name_fp(w[0], w[i]);
 }
 
 /* 0: a Python frame read into out; 1: an entry shim of the C stack (3.12 on), not a Python
@@ -244,8 +257,9 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct py_stack_rec *rec = &th->rec;
-	struct py_frame top = {};
-	__u64 tstate, frame, next = 0, caller;
+	/* the innermost frame is read into the record (the thread's own): not on the stack */
+	struct py_frame *top = &rec->frames[0];
+	__u64 tstate, frame, next = 0, caller, code, instr;
 	__u32 depth = 0, flags = 0;
 	__u64 size;
 	int ret;
@@ -258,10 +272,10 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	if (cfg->flags & PY_CFG_CFRAME)
 		frame = read_ptr(frame + cfg->cframe_current_frame);
 	/* an entry shim on top (a C call into Python just began or ends): the stack below it */
-	ret = frame ? read_frame(cfg, frame, &top, &next) : 0;
+	ret = frame ? read_frame(cfg, frame, top, &next) : 0;
 	if (ret > 0) {
 		frame = next;
-		ret = frame ? read_frame(cfg, frame, &top, &next) : 0;
+		ret = frame ? read_frame(cfg, frame, top, &next) : 0;
 	}
 	if (ret) {
 		/* not an empty stack: a stack that could not be read (userspace skips it) */
@@ -271,21 +285,22 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 		goto submit;
 	}
 	/* Same innermost frame at the same instruction, called from the same place: the same
-	 * stack, only the time is news. */
+	 * stack, only the time is news. (An empty stack leaves the record's frame as it was.) */
+	code = frame ? top->code : 0;
+	instr = frame ? top->instr : 0;
 	caller = frame && next ? frame_key(cfg, next) : 0;
-	if (th->submitted && frame == th->top_frame && top.code == th->top_code &&
-	    top.instr == th->top_instr && caller == th->top_caller) {
+	if (th->submitted && frame == th->top_frame && code == th->top_code &&
+	    instr == th->top_instr && caller == th->top_caller) {
 		flags = PY_SAME;
 		frame = 0;
 		goto submit;
 	}
 	th->submitted = 1;
 	th->top_frame = frame;
-	th->top_code = top.code;
-	th->top_instr = top.instr;
+	th->top_code = code;
+	th->top_instr = instr;
 	th->top_caller = caller;
 	if (frame) {
-		rec->frames[0] = top;
 		depth = 1;
 		frame = next;
 	}

@@ -16,6 +16,7 @@ packages=(
 	gstreamer1.0-tools gstreamer1.0-plugins-base	# tests: gst-launch-1.0, videoconvert, videoscale
 	libcurl4-openssl-dev				# build: HTTP(S) to ClickHouse (push, fleet)
 	clickhouse-server clickhouse-client		# tests: a real ClickHouse on loopback
+	qemu-system-x86 cpio				# make check-kernels: other kernels in a VM
 )
 
 missing=()

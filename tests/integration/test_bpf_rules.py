@@ -139,3 +139,56 @@ def test_the_rule_catches_a_plain_increment(tmp):
     assert unsafe_stores(insns, {"py_scratch"}) == []
     insns[-1][1] = "*(u32 *)(r6 + 4) = r0"
     assert unsafe_stores(insns, {"counters"}) == []
+
+
+def stack_chains(obj):
+    """{program: bytes of stack its deepest call chain uses}, counted as the verifier of 6.1
+    counts it: each function's frame rounded up to 32 bytes, and a bpf_loop callback (a .text
+    function whose address is loaded, `rN = ADDR ll` relocated against .text) as a call."""
+    objdump = shutil.which("llvm-objdump") or shutil.which("llvm-objdump-14")
+    if not objdump:
+        raise lib.Skip("llvm-objdump is not installed (scripts/install-deps.sh installs llvm)")
+    out = subprocess.run([objdump, "-dr", "--no-show-raw-insn", obj], check=True,
+                         capture_output=True, text=True).stdout
+    funcs, text_at, cur, section, last = {}, {}, None, None, ""
+    for line in out.splitlines():
+        m = re.match(r"Disassembly of section (\S+):", line)
+        if m:
+            section = m.group(1)
+            continue
+        m = re.match(r"([0-9a-f]+) <(\w+)>:", line)
+        if m and not m.group(2).startswith("LBB"):
+            cur = funcs.setdefault(m.group(2), {"stack": 0, "calls": set(), "text": False})
+            if section == ".text":
+                cur["text"] = True
+                text_at[int(m.group(1), 16)] = m.group(2)
+            continue
+        if cur is None:
+            continue
+        m = re.search(r"R_BPF_64_32\s+(\w+)", line)
+        if m:
+            cur["calls"].add(m.group(1))
+        m = re.search(r"R_BPF_64_64\s+\.text$", line)
+        if m:
+            cur["calls"].add(int(re.search(r"= (\d+) ll", last).group(1)))
+        for off in re.findall(r"r10 - (\d+)", line):
+            cur["stack"] = max(cur["stack"], int(off))
+        last = line
+
+    def depth(name):
+        f = funcs[name]
+        callees = [text_at.get(c, c) if isinstance(c, int) else c for c in f["calls"]]
+        return (max(f["stack"], 1) + 31) // 32 * 32 + \
+            max([depth(c) for c in callees if c in funcs], default=0)
+    return {n: depth(n) for n, f in funcs.items() if not f["text"]}
+
+
+@lib.offline
+def test_stack_of_every_call_chain_fits_512_bytes(tmp):
+    """6.1 (Debian 12) adds a bpf_loop callback's frame to its caller's chain and refuses a
+    chain over 512 bytes: span_enter -> py_read -> walk_step once used 544 and no program
+    loaded there at all (make check-kernels KERNELS=6.1 shows it; this kernel did not mind)."""
+    chains = stack_chains(os.path.join(lib.OUTPUT, "tracer.bpf.o"))
+    assert chains.get("span_enter", 0) > 224, chains  # it calls py_read, whose loop calls back
+    over = {n: d for n, d in chains.items() if d > 512}
+    assert over == {}, over

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 void py_record__configure(struct py_record *p, struct tracer_bpf *skel, bool enabled,
 			  unsigned int hz)
@@ -158,6 +159,18 @@ void py_record__print(const struct py_record *p, FILE *f, const uint64_t *c, uin
 		fprintf(f, "python: %" PRIu64 " reads too deep or unreadable, %" PRIu64
 			   " lost (ring buffer full)\n",
 			partial, c[CNT_LOST_PY]);
+	/* Any thread of a Python process that runs has a thread state with a stack: reads that
+	 * never found one are a reader that does not work here (as on 6.1 once), not a quiet 0. */
+	if (c[CNT_PY_CHECKS] && !c[CNT_PY_READS]) {
+		struct utsname u;
+
+		if (uname(&u))
+			snprintf(u.release, sizeof(u.release), "?");
+		fprintf(f, "tracer: error: python: none of %" PRIu64 " stack reads found a Python "
+			   "thread; the trace has no Python frames (kernel %s: run make check-kernels, "
+			   "or report it)\n",
+			c[CNT_PY_CHECKS], u.release);
+	}
 }
 
 void py_record__add_json(const struct py_record *p, struct cJSON *meta, const uint64_t *c)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Set-up of a recording: the targets, the probe packs, the BPF object, the output file. */
 #include "record/recording.h"
+#include "record/kernel_check.h"
 #include "probe/packs.h"
 #include "trace/trace_file.h"
 #include "util/proc.h"
@@ -210,6 +211,11 @@ int recording__load_bpf(struct recording *r)
 	struct tracer_bpf *skel;
 	int err;
 
+	err = kernel_check__bpf(r->err, sizeof(r->err));
+	if (err) {
+		pr_err("%s", r->err);
+		return err;
+	}
 	skel = tracer_bpf__open();
 	if (!skel) {
 		pr_err("cannot open the BPF object: %s", strerror(errno));
