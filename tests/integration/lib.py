@@ -68,6 +68,12 @@ def start_pipeline(*args, log=None):
     return p, int(line[1])
 
 
+def sanitized():
+    """Whether the tracer under test is built with AddressSanitizer (make check-san)."""
+    with open(TRACER, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
 def start_ready(cmd, **popen_args):
     """Starts a target that prints "ready PID [MORE...]" once set up; returns (process, [PID,
     MORE...]) as integers."""

@@ -254,6 +254,15 @@ static void test_helpers_join(void)
 	CHECK_STR(names[2], "worker");
 	CHECK(strcmp(names[4], "worker") && strcmp(names[6], "idle") && strcmp(names[7], "worker"));
 	CHECK(starts(verdict(t, 4, 2), "bottleneck: worker — busy 73%"));
+	/* a saturated thread keeps its less busy helpers apart (it is the bound by itself), and
+	 * takes the saturated ones */
+	t[0] = tt("worker", 950, 0, 0, 0, 50);
+	t[0].pid = 1, t[0].tid = 10, t[0].spans = 5;
+	t[2] = tt("python3", 400, 0, 0, 0, 600);
+	t[2].pid = 1, t[2].tid = 12, t[2].woken_by = 10;
+	CHECK(stages__names(t, 8, names) == 0);
+	CHECK_STR(names[1], "worker");
+	CHECK(strcmp(names[2], "worker"));
 }
 
 static void test_verdicts(void)

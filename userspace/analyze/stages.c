@@ -244,7 +244,10 @@ static void join_helpers(const struct thread_time *t, size_t n, char (*names)[ST
 		if (!t[i].woken_by || t[i].role || thread_busy(&t[i]) < HELPER_BUSY)
 			continue;
 		w = bsearch(&k, by, n, sizeof(*by), by_tid);
-		if (w && (*w)->pid == t[i].pid && (*w)->spans && *w != &t[i])
+		/* a saturated waker is the bound by itself (ffmpeg's decoding thread): helpers less
+		 * busy would only water its share down */
+		if (w && (*w)->pid == t[i].pid && (*w)->spans && *w != &t[i] &&
+		    (thread_busy(*w) < SATURATED || thread_busy(&t[i]) >= SATURATED))
 			memcpy(names[i], names[*w - t], STAGE_NAME_LEN);
 	}
 	free(by);

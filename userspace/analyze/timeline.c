@@ -74,7 +74,8 @@ int tl__nest(const struct tl_window *w, struct tl_span *sp, size_t n, uint8_t ro
 	size_t nopen = 0, cap = 0;
 	int used = 0;
 
-	qsort(sp, n, sizeof(*sp), by_start);
+	if (n) /* a lane without spans in the window: no array at all */
+		qsort(sp, n, sizeof(*sp), by_start);
 	for (size_t i = 0; i < n; i++) {
 		int d;
 

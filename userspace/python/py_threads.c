@@ -45,8 +45,14 @@ static void entry(const struct reader *r, uint64_t keys, uint64_t values, uint64
 		  uint64_t *key, uint64_t *value)
 {
 	const struct py_offsets *o = r->o;
-	uint64_t entries = keys + o->keys_indices + (1ull << byte(r, keys + o->keys_log2_index_bytes));
+	uint8_t log2_index_bytes = byte(r, keys + o->keys_log2_index_bytes);
+	/* read while the interpreter may be changing the dict: a nonsense size reads nothing */
+	uint64_t entries = log2_index_bytes < 32 ?
+				   keys + o->keys_indices + (1ull << log2_index_bytes) : 0;
 
+	*key = *value = 0;
+	if (!entries)
+		return;
 	if (byte(r, keys + o->keys_kind) != o->keys_general_kind) {
 		*key = ptr(r, entries + i * o->uentry_size + o->uentry_key);
 		*value = ptr(r, entries + i * o->uentry_size + o->uentry_value);
