@@ -383,7 +383,14 @@ def test_opencv_pool_threads_join_the_stage_that_waits_for_them(tmp):
     assert pool, names  # OpenCV's pool threads, as the kernel names them
     rep = json.loads(subprocess.run([lib.TRACER, "report", out, "--json"], capture_output=True,
                                     text=True, timeout=60, check=True).stdout)
-    stages = {s["stage"]: s for s in rep["stages"]}
-    assert not [s for s in stages if s.startswith("python3")], list(stages)
-    assert stages["worker"]["threads"] == 1 + len(pool), (stages["worker"], pool)
+    busy = {t["tid"]: (t["running_ns"] + t["runnable_ns"] + t["blocked_ns"]) / t["wall_ns"]
+            for t in rep["threads"] if t["wall_ns"]}
+    stage = {t["tid"]: t["stage"] for t in rep["threads"]}
+    worker = next(t for t, n in names.items() if n == "worker")
+    assert stage[worker] == "worker", stage
+    # the pool joins the stage that waits for it; only a worker saturated by itself (waiting
+    # for a CPU on a loaded machine) keeps apart the pool threads less busy than that
+    apart = [t for t in pool if stage.get(t) != "worker"]
+    assert not apart or (busy[worker] >= 0.6 and all(busy[t] < 0.6 for t in apart)), \
+        (busy, stage)
     assert rep["verdict"].startswith("bottleneck: worker — busy "), rep["verdict"]
