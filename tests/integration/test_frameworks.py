@@ -388,9 +388,10 @@ def test_opencv_pool_threads_join_the_stage_that_waits_for_them(tmp):
     stage = {t["tid"]: t["stage"] for t in rep["threads"]}
     worker = next(t for t, n in names.items() if n == "worker")
     assert stage[worker] == "worker", stage
-    # the pool joins the stage that waits for it; only a worker saturated by itself (waiting
-    # for a CPU on a loaded machine) keeps apart the pool threads less busy than that
+    # a worker that waits for its pool has the pool in its stage. On a loaded machine the worker
+    # waits for a CPU, saturated by itself, and its pool threads, seldom asleep, give little
+    # evidence of who wakes them: they may stand apart. The verdict names worker either way
+    # (before, an idle machine's verdict named the pool thread, python3 tid N)
     apart = [t for t in pool if stage.get(t) != "worker"]
-    assert not apart or (busy[worker] >= 0.6 and all(busy[t] < 0.6 for t in apart)), \
-        (busy, stage)
+    assert not apart or busy[worker] >= 0.6, (busy, stage)
     assert rep["verdict"].startswith("bottleneck: worker — busy "), rep["verdict"]
