@@ -47,12 +47,13 @@ def test_several_pids(tmp):
     assert {pa, pb} <= procs
 
 
-def follow_run(tmp, probes, cmd, nlines):
+def follow_run(tmp, probes, cmd, nlines, *options):
     """cmd (a spawner mode) traced by pid with --follow and the pack of probes, after SIGUSR1:
     (its pid, the first nlines it prints, the trace)."""
     out = os.path.join(tmp, "follow.json")
     p, pid = start(cmd)
-    tr = start_tracer("-p", pid, "--follow", "-P", pack(tmp, "shapes", probes), "-o", out)
+    tr = start_tracer("-p", pid, "--follow", "-P", pack(tmp, "shapes", probes), "-o", out,
+                      *options)
     sigusr1(pid)
     lines = [p.stdout.readline().split() for _ in range(nlines)]
     assert wait_exit(p)[0] == 0
@@ -83,14 +84,21 @@ def test_follow_10000_short_lived_children(tmp):
     (4,096 at most) when it is freed: nothing was removed before, and from about the 4,096th
     child on none was traced, in silence."""
     n = 10000
+    # no overhead budget: a slow tracer (the sanitized build, a loaded machine) charged work()
+    # 26% of the target's CPU and stopped probing it after 2,891 children (the budget has tests
+    # of its own)
     pid, lines, trace = follow_run(tmp, [
         {"object": "spawner", "function": "work", "category": "other"}],
-        [lib.target("spawner"), "--wait-signal", "churn", str(n)], 1)
+        [lib.target("spawner"), "--wait-signal", "churn", str(n)], 1, "--max-overhead", "0")
     last = int(lines[0][1])
     calls = count(trace, "work")
-    assert len(calls) == n and set(calls.values()) == {1} and last in calls, \
-        (len(calls), calls.get(last))
-    assert trace["metadata"]["counts"]["processes_not_traced_map_full"] == 0
+    c = trace["metadata"]["counts"]
+    assert c["processes_not_traced_map_full"] == 0
+    assert set(calls.values()) <= {1}, calls
+    # every child traced: its call is a span, or one of the spans lost when the ring buffer was
+    # full (counted: a slow reader, the sanitized build on a loaded machine)
+    assert len(calls) + c["lost_spans"] == n, (len(calls), c["lost_spans"], c)
+    assert last in calls or c["lost_spans"], (len(calls), c)
 
 
 def traced_pids(tracer):
