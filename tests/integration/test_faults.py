@@ -742,7 +742,7 @@ def test_valgrind_short_recording(tmp):
                         lib.TRACER, "-p", str(pid), "-P", pack(), "-d", "2", "-o", out],
                        capture_output=True, text=True, timeout=300, env=env)
     errors = [l for l in p.stderr.splitlines() if l.startswith("==")]
-    assert p.returncode == 0 and not errors, p.stderr[-6000:]
+    assert p.returncode == 0 and not errors, (p.returncode, errors[:40], p.stderr[-3000:])
     trace, text = load_trace(out)
     assert check_format(trace, text) == []
     assert len(spans(trace)) > 10
