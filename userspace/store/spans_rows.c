@@ -66,19 +66,12 @@ static void sb_num(struct sbuf *b, const char *key, int64_t v)
 	sb_i64(b, v);
 }
 
-struct name {
-	int64_t id; /* tid or pid */
-	int64_t pid;
-	char *s;
-	UT_hash_handle hh;
-};
-
 struct pass1 {
 	struct name *threads, *procs;
 	int64_t t0_realtime;
 };
 
-static void name_set(struct name **h, int64_t id, int64_t pid, const char *s)
+void name_set(struct name **h, int64_t id, int64_t pid, const char *s)
 {
 	struct name *n;
 
@@ -93,7 +86,7 @@ static void name_set(struct name **h, int64_t id, int64_t pid, const char *s)
 	n->pid = pid;
 }
 
-static const struct name *name_get(struct name *h, int64_t id)
+const struct name *name_get(struct name *h, int64_t id)
 {
 	struct name *n;
 
@@ -101,7 +94,7 @@ static const struct name *name_get(struct name *h, int64_t id)
 	return n;
 }
 
-static void names_free(struct name **h)
+void names_free(struct name **h)
 {
 	struct name *n, *tmp;
 

@@ -8,8 +8,22 @@
 
 #include "trace/trace_reader.h"
 
+#include <uthash.h>
+
 #include <stddef.h>
 #include <stdint.h>
+
+/* Thread or process names by id (a tid or a pid), as the file's metadata events give them. */
+struct name {
+	int64_t id;
+	int64_t pid;
+	char *s;
+	UT_hash_handle hh;
+};
+
+void name_set(struct name **h, int64_t id, int64_t pid, const char *s);
+const struct name *name_get(struct name *h, int64_t id); /* NULL: not named */
+void names_free(struct name **h);
 
 /* JSONEachRow text being built. */
 struct rows_text {

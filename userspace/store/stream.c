@@ -24,12 +24,6 @@
 #define BATCH_ROWS 10000 /* as tracer push's default: the same keys */
 #define READ_CHUNK (1u << 20)
 
-struct sname {
-	int64_t id;
-	char *s;
-	UT_hash_handle hh;
-};
-
 struct stream {
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -47,43 +41,17 @@ struct stream {
 	uint32_t seq, n;
 	int64_t t0;
 	bool ended; /* the traceEvents array is closed */
-	struct sname *threads, *procs;
+	struct name *threads, *procs;
 	char *clean;
 	size_t cap;
 	uint64_t rows;
 };
 
-static void name_put(struct sname **h, int64_t id, const char *s)
+static const char *name_of(struct name *h, int64_t id)
 {
-	struct sname *n;
+	const struct name *n = name_get(h, id);
 
-	HASH_FIND(hh, *h, &id, sizeof(id), n);
-	if (!n) {
-		n = xcalloc(1, sizeof(*n));
-		n->id = id;
-		HASH_ADD(hh, *h, id, sizeof(n->id), n);
-	}
-	free(n->s);
-	n->s = xstrdup(s);
-}
-
-static const char *name_of(struct sname *h, int64_t id)
-{
-	struct sname *n;
-
-	HASH_FIND(hh, h, &id, sizeof(id), n);
 	return n ? n->s : "";
-}
-
-static void names_free(struct sname **h)
-{
-	struct sname *n, *tmp;
-
-	HASH_ITER(hh, *h, n, tmp) {
-		HASH_DEL(*h, n);
-		free(n->s);
-		free(n);
-	}
 }
 
 /* A time in microseconds as the writer prints it ("1234.567") in exact nanoseconds, as the
@@ -152,9 +120,9 @@ static void on_line(struct stream *s, const char *l, size_t len)
 		const char *n = cJSON_GetObjectItemCaseSensitive(args, "name")->valuestring;
 
 		if (!strcmp(ev.name, "thread_name") && ev.has_tid)
-			name_put(&s->threads, ev.tid, n);
+			name_set(&s->threads, ev.tid, ev.pid, n);
 		else if (!strcmp(ev.name, "process_name") && ev.has_pid)
-			name_put(&s->procs, ev.pid, n);
+			name_set(&s->procs, ev.pid, ev.pid, n);
 	} else if (ev.ph == 'i' && !strcmp(ev.name, "recording started") && !s->t0) {
 		static const char key[] = "\"t0_realtime_ns\":";
 
