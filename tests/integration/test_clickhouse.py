@@ -116,6 +116,123 @@ def durations_exact(path):
     return {k: tuple(v) for k, v in per.items()}
 
 
+def file_depths(path):
+    """The file's spans in file order as (name, depth): the depth as the viewers nest a
+    thread's spans — by start, the longest first, then file order — the number of the thread's
+    spans before it still open at its start."""
+    spans = []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip().rstrip(",")
+            if not line.startswith("{") or '"ph":"X"' not in line:
+                continue
+            e = json.loads(line)
+            m = lib.X_RE.search(line)
+            start = lib.us_to_ns(m.group(1))
+            spans.append((e.get("pid", 0), e.get("tid", 0), start,
+                          start + lib.us_to_ns(m.group(2)), e["name"]))
+    depth, stack, thread = [0] * len(spans), [], None
+    for i in sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1], spans[i][2],
+                                                      -spans[i][3], i)):
+        pid, tid, start, end, _ = spans[i]
+        if (pid, tid) != thread:
+            stack, thread = [], (pid, tid)
+        while stack and stack[-1] <= start:
+            stack.pop()
+        depth[i] = len(stack)
+        stack.append(end)
+    return [(spans[i][4], depth[i]) for i in range(len(spans))]
+
+
+def stored_depths(server, batch, where="1"):
+    """The stored spans as (name, depth), by their place in the file (seq * batch + row)."""
+    rows = server.rows(f"SELECT seq, row, name, depth FROM tracer_spans FINAL WHERE {where}")
+    return {int(q) * batch + int(r): (name, int(d)) for q, r, name, d in rows}
+
+
+def file_states(path):
+    """The thread-state intervals in the file's scheduler lines (doc/clickhouse.md): a thread
+    is running from its switch in, runnable from a wakeup (when it slept) or a preemption,
+    sleeping or blocked from its switch out; the state it is in at the end is left out. The
+    number of intervals per state."""
+    with open(path) as f:
+        trace = json.load(f)
+    state, since, n = {}, {}, defaultdict(int)
+
+    def close(tid, ts, nxt):
+        if state.get(tid) and ts > since[tid]:
+            n[state[tid]] += 1
+        state[tid], since[tid] = nxt, ts
+
+    for line in trace.get("systemTraceEvents", "").split("\n"):
+        m = lib.FTRACE_RE.match(line)
+        if not m:
+            continue
+        ts = round(float(m.group(5)) * 1e9)
+        if m.group(6) == "sched_switch":
+            sw = lib.SWITCH_RE.search(m.group(7))
+            prev, nxt = int(sw.group(2)), int(sw.group(6))
+            if prev > 0:
+                close(prev, ts, {"R": "runnable", "D": "blocked", "S": "sleeping"}.get(
+                    sw.group(4)[0]))
+            if nxt > 0:
+                close(nxt, ts, "running")
+        else:
+            woken = int(lib.WAKEUP_RE.match(m.group(7)).group(2))
+            if woken > 0 and state.get(woken) in (None, "sleeping", "blocked"):
+                close(woken, ts, "runnable")
+    return dict(n)
+
+
+def stored_states(server):
+    return {st: int(k) for st, k in server.rows(
+        "SELECT state, count() FROM tracer_states FINAL GROUP BY state")}
+
+
+OLD_SPANS = ("CREATE TABLE tracer_spans (recording_id String, seq UInt32, row UInt32, "
+             "host String, pid Int64, tid Int64, thread String, process String, name String, "
+             "category String, start_ns Int64, dur_ns Int64, args String, py_caller String) "
+             "ENGINE = ReplacingMergeTree() PARTITION BY toDate(toDateTime(intDiv(start_ns, "
+             "1000000000))) ORDER BY (host, name, recording_id, seq, row)")
+
+
+@lib.offline
+def test_depth_is_the_nesting_of_the_spans_in_the_file(tmp):
+    """Each span's depth in ClickHouse is its nesting in its thread in the file, as the viewers
+    nest it; a tracer_spans made before the column gets it."""
+    s = Server(tmp, "ch").start()
+    s.query(OLD_SPANS)
+    s.query("INSERT INTO tracer_spans FORMAT JSONEachRow\n" + json.dumps(
+        {"recording_id": "old", "seq": 0, "row": 0, "host": "h", "name": "before",
+         "start_ns": 1, "dur_ns": 1}))
+    path = os.path.join(tmp, "nest.json")
+    # written as a recorder writes them, each when it ends: children before their parents; on
+    # thread 1 a in [0, 100] holds b [10, 50] holding c [20, 30], then e and d, both [60, 90]
+    # (e first in the file: it counts as the outer one), f [100, 110] after a; g on thread 2
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n')
+        for name, tid, ts, dur in [("c", 1, 20, 10), ("b", 1, 10, 40), ("e", 1, 60, 30),
+                                   ("d", 1, 60, 30), ("a", 1, 0, 100), ("f", 1, 100, 10),
+                                   ("g", 2, 15, 10)]:
+            f.write(f'{{"ph":"X","name":"{name}","cat":"c","ts":{ts}.000,"dur":{dur}.000,'
+                    f'"pid":1,"tid":{tid}}},\n')
+        f.write('{"ph":"i","s":"g","name":"end","ts":200,"pid":1,"tid":1}\n]}\n')
+    push(path, "--to", s.url(), "--host", "h", "--batch", "3")
+    got = stored_depths(s, 3, "recording_id != 'old'")
+    assert [got[i] for i in range(7)] == [("c", 2), ("b", 1), ("e", 1), ("d", 2), ("a", 0),
+                                          ("f", 0), ("g", 0)], got
+    assert [got[i] for i in range(7)] == file_depths(path)
+    assert s.rows("SELECT name, depth FROM tracer_spans WHERE recording_id = 'old'") == [
+        ["before", "0"]]
+    # a recorded pipeline: the golden file, in batches of 25
+    path = golden("pipeline.json")
+    push(path, "--to", s.url(), "--host", "p", "--batch", "25")
+    want = file_depths(path)
+    got = stored_depths(s, 25, "host = 'p'")
+    assert [got[i] for i in range(len(want))] == want, (got, want)
+    assert max(d for _, d in want) >= 1, want
+
+
 @lib.offline
 def test_push_has_the_spans_of_the_file(tmp):
     s = Server(tmp, "ch").start()
@@ -402,6 +519,54 @@ def test_record_to_pushes_the_file_when_written(tmp):
     assert rc == 2 and "--to pushes the trace file" in err, err
 
 
+def test_record_to_streams_states_queue_depths_and_depths_while_recording(tmp):
+    """record --to sends the thread states and the queue depths while it records, not at the
+    end only, and each span's depth; at the end ClickHouse holds exactly the file's rows."""
+    s = Server(tmp, "ch").start()
+    out = os.path.join(tmp, "run.json")
+    pl, pid = lib.start_pipeline("--forever")
+    lib.sigusr1(pid)
+
+    def count(table):
+        try:
+            return int(s.query(f"SELECT count() FROM {table} FINAL"))
+        except (OSError, ValueError):  # the table is not there yet
+            return 0
+
+    # a recording far longer than the wait: it is stopped (SIGINT) only once the rows are in,
+    # so that what came is what was streamed, not the push at the end
+    tr = lib.start_tracer("-p", pid, "-P", "pipeline", "-d", "300", "-o", out, "--to", s.url())
+    deadline = time.monotonic() + 60
+    while not (count("tracer_states") and count("tracer_counters") and count("tracer_spans")):
+        assert tr.poll() is None, "the recording ended before its states were streamed"
+        assert time.monotonic() < deadline, "no states, queue depths or spans streamed in 60 s"
+        time.sleep(0.2)
+    # what was streamed so far: each span's depth, as the push at the end will not have set it
+    time.sleep(2)
+    live = stored_depths(s, 10000)
+    assert tr.poll() is None, "the recording ended before the rows were read"
+    tr.send_signal(signal.SIGINT)
+    rc, err = lib.finish_tracer(tr)
+    assert rc == 0, err
+    assert "streamed " in err and "pushed recording" in err, err
+    pl.send_signal(signal.SIGINT)
+    lib.wait_exit(pl)
+    want = file_states(out)
+    assert sum(want.values()) > 100, want
+    assert stored_states(s) == want, (stored_states(s), want)
+    with open(out) as f:  # the pipeline pack's queue depths: one value per counter event
+        depths = sum(1 for line in f if line.startswith('{"ph":"C"'))
+    assert depths > 0 and count("tracer_counters") == depths
+    # every span's depth at the end is the file's; while recording, those of the spans whose
+    # enclosing spans had all ended within the second after them (a span waits that long)
+    nest = file_depths(out)
+    final = stored_depths(s, 10000)
+    assert [final[i] for i in range(len(nest))] == nest
+    assert len(live) > 50 and max(d for _, d in live.values()) >= 1, live
+    wrong = {i: (live[i], nest[i]) for i in live if live[i] != nest[i]}
+    assert not wrong, wrong
+
+
 def test_record_to_streams_while_recording_through_a_server_restart(tmp):
     """record --to sends spans while it records; the server killed early in the recording and
     started again 2 s later: rows flow again, and at the end ClickHouse holds exactly the
@@ -425,7 +590,13 @@ def test_record_to_streams_while_recording_through_a_server_restart(tmp):
             time.sleep(0.1)
 
     tr = lib.start_tracer("-p", pid, "-P", "pipeline", "-d", "12", "-o", out, "--to", s.url())
-    wait_for(lambda: spans_now() > 0, "any span was streamed")
+    def states_now():
+        try:
+            return int(s.query("SELECT count() FROM tracer_states FINAL"))
+        except (OSError, ValueError):
+            return 0
+
+    wait_for(lambda: spans_now() > 0 and states_now() > 0, "any span and state was streamed")
     s.kill()
     time.sleep(2)
     s.start()
@@ -439,3 +610,11 @@ def test_record_to_streams_while_recording_through_a_server_restart(tmp):
     want = durations_exact(out)
     assert sum(n for n, _ in want.values()) > 100, want
     assert stored_spans(s) == want
+    # the thread states and queue depths streamed before and after the restart: once each
+    assert stored_states(s) == file_states(out)
+    with open(out) as f:
+        depths = sum(1 for line in f if line.startswith('{"ph":"C"'))
+    assert int(s.query("SELECT count() FROM tracer_counters FINAL")) == depths
+    nest = file_depths(out)
+    final = stored_depths(s, 10000)
+    assert [final[i] for i in range(len(nest))] == nest

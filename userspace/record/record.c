@@ -181,7 +181,7 @@ static void announce(const struct recording *r)
 /* --to: the file, once written, into ClickHouse. The network is never on the recording's
  * path: it starts after the last event is written; when it fails the file stays, and the
  * line says how to send it later. The recording's status does not change. */
-static void push_at_end(const char *path, const char *url, uint64_t streamed)
+static void push_at_end(const char *path, const char *url, const struct stream_sent *streamed)
 {
 	struct push_opts o = { .url = url, .path = path, .batch_rows = 10000 };
 	char hint[PATH_MAX + 128];
@@ -189,9 +189,11 @@ static void push_at_end(const char *path, const char *url, uint64_t streamed)
 	snprintf(hint, sizeof(hint), "; the recording is in %s: tracer push it --to the URL later",
 		 path);
 	o.hint = hint;
-	if (streamed)
-		pr_info("streamed %" PRIu64 " span%s to ClickHouse while recording", streamed,
-			plural_s(streamed));
+	if (streamed->spans || streamed->states || streamed->counters)
+		pr_info("streamed %" PRIu64 " span%s, %" PRIu64 " state%s, %" PRIu64
+			" counter value%s to ClickHouse while recording",
+			streamed->spans, plural_s(streamed->spans), streamed->states,
+			plural_s(streamed->states), streamed->counters, plural_s(streamed->counters));
 	push__file(&o);
 }
 
@@ -199,7 +201,7 @@ int record__run(struct record_opts *opts)
 {
 	struct recording r = { .opts = opts, .epfd = -1, .sigfd = -1, .timerfd = -1 };
 	struct stream *streamer = NULL;
-	uint64_t streamed = 0;
+	struct stream_sent streamed = { 0 };
 	int err;
 
 	libbpf_set_print(libbpf_print);
@@ -226,7 +228,7 @@ int record__run(struct record_opts *opts)
 	} else if (!err) {
 		announce(&r);
 		if (opts->to) /* spans go while recording; the push at the end makes it whole */
-			streamer = stream__start(r.path, opts->to);
+			streamer = stream__start(r.path, trace_writer__sched_fd(r.writer), opts->to);
 		status__init(&r.status, verbosity < VERB_NORMAL || opts->top);
 		if (opts->top)
 			recording__start_top(&r);
@@ -239,7 +241,7 @@ int record__run(struct record_opts *opts)
 	top__stop(&r.top); /* whatever failed: the terminal as it was */
 	cleanup(&r);
 	if (!err && opts->to)
-		push_at_end(r.path, opts->to, streamed);
+		push_at_end(r.path, opts->to, &streamed);
 	if (r.launched && err) {
 		kill(r.launched, SIGKILL); /* not traced as asked: do not let it run */
 		launch__exit_status(r.launched);

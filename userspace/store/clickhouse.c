@@ -275,7 +275,7 @@ static const struct {
 	{ "tracer_spans",
 	  "recording_id String, seq UInt32, row UInt32, host String, pid Int64, tid Int64, "
 	  "thread String, process String, name String, category String, start_ns Int64, "
-	  "dur_ns Int64, args String, py_caller String",
+	  "dur_ns Int64, depth UInt32, args String, py_caller String",
 	  "host, name, recording_id, seq, row", "" },
 	{ "tracer_states",
 	  "recording_id String, seq UInt32, row UInt32, host String, pid Int64, tid Int64, "
@@ -290,6 +290,29 @@ static const struct {
 /* Partitioned by the day the row starts (toDateTime first: 18.16's toDate of a plain number
  * of seconds is not a date). */
 #define DAY "toDate(toDateTime(intDiv(start_ns, 1000000000)))"
+
+/* A column added since the tables were first made, to a table made before it (18.16 has no
+ * ADD COLUMN IF NOT EXISTS: system.columns says whether it is there). Its old rows read 0. */
+static int add_column(struct ch_conn *c, const char *table, const char *column,
+		      const char *type, const char *after, char *err, size_t errlen)
+{
+	char sql[512];
+	struct ch_buf have = { 0 };
+	int ret;
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT count() FROM system.columns WHERE database = currentDatabase() AND "
+		 "table = '%s' AND name = '%s'",
+		 table, column);
+	ret = ch__query(c, sql, NULL, 0, &have, err, errlen);
+	if (!ret && have.len && have.p[0] == '0') {
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s AFTER %s", table,
+			 column, type, after);
+		ret = ch__query(c, sql, NULL, 0, NULL, err, errlen);
+	}
+	ch_buf__free(&have);
+	return ret;
+}
 
 int ch__schema(struct ch_conn *c, const char *cluster, char *err, size_t errlen)
 {
@@ -312,6 +335,11 @@ int ch__schema(struct ch_conn *c, const char *cluster, char *err, size_t errlen)
 			 tables[i].name, tables[i].name, cluster, c->db, tables[i].name);
 		ret = ch__query(c, sql, NULL, 0, NULL, err, errlen);
 	}
+	/* tables from before the depth column: the local one first, then the Distributed one */
+	if (!ret && cluster)
+		ret = add_column(c, "tracer_spans_local", "depth", "UInt32", "dur_ns", err, errlen);
+	if (!ret)
+		ret = add_column(c, "tracer_spans", "depth", "UInt32", "dur_ns", err, errlen);
 	return ret;
 }
 

@@ -180,21 +180,6 @@ static int row_done(struct batcher *x)
 	return ++x->n >= x->max ? flush(x) : 0;
 }
 
-/* The row's first columns: where it belongs. */
-static void row_head(struct batcher *x, const char *id, const char *host)
-{
-	sb_str(&x->b, "{\"recording_id\"", id, strlen(id));
-	sb_num(&x->b, "\"seq\"", x->seq);
-	sb_num(&x->b, "\"row\"", x->n);
-	sb_str(&x->b, "\"host\"", host, strlen(host));
-}
-
-static int row_end(struct batcher *x)
-{
-	sb_puts(&x->b, "}\n");
-	return row_done(x);
-}
-
 /* The Python function that made a native span, as the recorder writes it in its args
  * ("py": qualname, "py_line": file:line; python/py_session.c): "qualname (file:line)". */
 static void py_caller(const struct trace_event *ev, struct sbuf *b)
@@ -219,8 +204,9 @@ static void py_caller(const struct trace_event *ev, struct sbuf *b)
 }
 
 void spans_rows__span(struct rows_text *b, const char *id, const char *host, uint32_t seq,
-		      uint32_t row, const struct trace_event *ev, const char *thread,
-		      const char *process, int64_t t0_realtime, char **clean, size_t *cap)
+		      uint32_t row, const struct trace_event *ev, uint32_t depth,
+		      const char *thread, const char *process, int64_t t0_realtime, char **clean,
+		      size_t *cap)
 {
 	const char *args = ev->args_at.len ? ev->text + ev->args_at.off : "";
 
@@ -236,6 +222,7 @@ void spans_rows__span(struct rows_text *b, const char *id, const char *host, uin
 	sb_str(b, "\"category\"", ev->cat, strlen(ev->cat));
 	sb_num(b, "\"start_ns\"", t0_realtime + ev->ts_ns);
 	sb_num(b, "\"dur_ns\"", ev->dur_ns);
+	sb_num(b, "\"depth\"", depth);
 	/* args as JSON text inside a string */
 	if (6 * ev->args_at.len + 1 > *cap) {
 		*cap = 6 * ev->args_at.len + 1;
@@ -247,15 +234,88 @@ void spans_rows__span(struct rows_text *b, const char *id, const char *host, uin
 	sb_puts(b, "}\n");
 }
 
+/* A span of the file for nesting: its thread and place. */
+struct nest_item {
+	int64_t pid, tid;
+	struct span_iv iv;
+};
+
+static int by_thread_then_order(const void *x, const void *y)
+{
+	const struct nest_item *a = x, *b = y;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return spans_rows__before(&a->iv, &b->iv) ? -1 : spans_rows__before(&b->iv, &a->iv);
+}
+
+/* Every span's nesting depth in its thread (spans_rows.h), by its place among the file's
+ * spans, in *depth: each thread's spans sorted, then a stack of the ones still open. */
+static int span_depths(const char *path, uint32_t **depth, char *err, size_t errlen)
+{
+	struct trace_reader *r;
+	struct trace_item it;
+	struct nest_item *v = NULL;
+	int64_t *open = NULL;
+	size_t n = 0, cap = 0, nopen = 0, ocap = 0;
+	int ret = trace_reader__open(&r, path, TR_EVENTS, err, errlen);
+
+	if (ret)
+		return ret;
+	while ((ret = trace_reader__next(r, &it)) > 0) {
+		const struct trace_event *ev = &it.ev;
+
+		if (ev->ph != 'X' || !ev->has_ts || !ev->has_dur)
+			continue; /* as spans() below: the same spans, the same order */
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4096;
+			v = xrealloc(v, cap, sizeof(*v));
+		}
+		v[n] = (struct nest_item){ ev->has_pid ? ev->pid : 0, ev->has_tid ? ev->tid : 0,
+					   { ev->ts_ns, ev->ts_ns + ev->dur_ns, n } };
+		n++;
+	}
+	if (ret < 0)
+		snprintf(err, errlen, "%s", trace_reader__error(r));
+	trace_reader__close(r);
+	if (ret < 0) {
+		free(v);
+		return ret;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), by_thread_then_order);
+	*depth = xcalloc(n ? n : 1, sizeof(**depth));
+	for (size_t i = 0; i < n; i++) {
+		if (i && (v[i].pid != v[i - 1].pid || v[i].tid != v[i - 1].tid))
+			nopen = 0; /* another thread */
+		while (nopen && open[nopen - 1] <= v[i].iv.s)
+			nopen--;
+		(*depth)[v[i].iv.idx] = nopen;
+		if (nopen == ocap) {
+			ocap = ocap ? 2 * ocap : 64;
+			open = xrealloc(open, ocap, sizeof(*open));
+		}
+		open[nopen++] = v[i].iv.e;
+	}
+	free(open);
+	free(v);
+	return 0;
+}
+
 static int spans(const char *path, const char *id, const char *host, struct pass1 *p,
 		 struct batcher *x, struct rows_totals *t, char *err, size_t errlen)
 {
 	struct trace_reader *r;
 	struct trace_item it;
-	int ret = trace_reader__open(&r, path, TR_EVENTS, err, errlen), sret = 0;
+	uint32_t *depth = NULL;
+	int ret = span_depths(path, &depth, err, errlen), sret = 0;
 	char *clean = NULL;
 	size_t cap = 0;
 
+	if (!ret && (ret = trace_reader__open(&r, path, TR_EVENTS, err, errlen)))
+		free(depth);
 	if (ret)
 		return ret;
 	while (!sret && (ret = trace_reader__next(r, &it)) > 0) {
@@ -266,8 +326,8 @@ static int spans(const char *path, const char *id, const char *host, struct pass
 			continue;
 		th = ev->has_tid ? name_get(p->threads, ev->tid) : NULL;
 		pr = ev->has_pid ? name_get(p->procs, ev->pid) : NULL;
-		spans_rows__span(&x->b, id, host, x->seq, x->n, ev, th ? th->s : "",
-				 pr ? pr->s : "", p->t0_realtime, &clean, &cap);
+		spans_rows__span(&x->b, id, host, x->seq, x->n, ev, depth[t->spans],
+				 th ? th->s : "", pr ? pr->s : "", p->t0_realtime, &clean, &cap);
 		t->spans++;
 		sret = row_done(x);
 	}
@@ -276,6 +336,7 @@ static int spans(const char *path, const char *id, const char *host, struct pass
 	t->truncated = trace_reader__truncated(r);
 	trace_reader__close(r);
 	free(clean);
+	free(depth);
 	if (!sret && ret >= 0)
 		sret = flush(x);
 	return ret < 0 ? ret : sret;
@@ -288,39 +349,64 @@ struct tstate {
 	UT_hash_handle hh;
 };
 
-static int state_close(struct batcher *x, const char *id, const char *host, struct pass1 *p,
-		       struct tstate *s, int64_t now, const char *next, struct rows_totals *t)
+void spans_rows__state(struct rows_text *b, const char *id, const char *host, uint32_t seq,
+		       uint32_t row, int64_t pid, int64_t tid, const char *thread,
+		       const char *state, int64_t start_ns, int64_t dur_ns)
+{
+	sb_str(b, "{\"recording_id\"", id, strlen(id));
+	sb_num(b, "\"seq\"", seq);
+	sb_num(b, "\"row\"", row);
+	sb_str(b, "\"host\"", host, strlen(host));
+	sb_num(b, "\"pid\"", pid);
+	sb_num(b, "\"tid\"", tid);
+	sb_str(b, "\"thread\"", thread, strlen(thread));
+	sb_str(b, "\"state\"", state, strlen(state));
+	sb_num(b, "\"start_ns\"", start_ns);
+	sb_num(b, "\"dur_ns\"", dur_ns);
+	sb_puts(b, "}\n");
+}
+
+void spans_rows__counter(struct rows_text *b, const char *id, const char *host, uint32_t seq,
+			 uint32_t row, int64_t pid, const char *name, const char *key,
+			 int64_t start_ns, double value)
+{
+	char num[64];
+
+	sb_str(b, "{\"recording_id\"", id, strlen(id));
+	sb_num(b, "\"seq\"", seq);
+	sb_num(b, "\"row\"", row);
+	sb_str(b, "\"host\"", host, strlen(host));
+	sb_num(b, "\"pid\"", pid);
+	sb_str(b, "\"name\"", name, strlen(name));
+	sb_str(b, "\"key\"", key, strlen(key));
+	sb_num(b, "\"start_ns\"", start_ns);
+	snprintf(num, sizeof(num), ",\"value\":%.17g}\n", value);
+	sb_puts(b, num);
+}
+
+static int state_close(struct tstate *s, int64_t now, const char *next, state_emit emit,
+		       void *arg)
 {
 	int ret = 0;
 
-	if (s->state && now > s->since) {
-		const struct name *th = name_get(p->threads, s->tid);
-
-		row_head(x, id, host);
-		sb_num(&x->b, "\"pid\"", th ? th->pid : s->pid);
-		sb_num(&x->b, "\"tid\"", s->tid);
-		sb_str(&x->b, "\"thread\"", th ? th->s : "", th ? strlen(th->s) : 0);
-		sb_str(&x->b, "\"state\"", s->state, strlen(s->state));
-		sb_num(&x->b, "\"start_ns\"", p->t0_realtime + s->since);
-		sb_num(&x->b, "\"dur_ns\"", now - s->since);
-		t->states++;
-		ret = row_end(x);
-	}
+	if (s->state && now > s->since)
+		ret = emit(arg, s->tid, s->pid, s->state, s->since, now);
 	s->state = next;
 	s->since = now;
 	return ret;
 }
 
-static struct tstate *tstate_get(struct tstate **h, int64_t tid)
+static struct tstate *tstate_get(struct sched_states *st, int64_t tid)
 {
-	struct tstate *s;
+	struct tstate *h = st->threads, *s;
 
-	HASH_FIND(hh, *h, &tid, sizeof(tid), s);
+	HASH_FIND(hh, h, &tid, sizeof(tid), s);
 	if (!s) {
 		s = xcalloc(1, sizeof(*s));
 		s->tid = tid;
 		s->pid = -1;
-		HASH_ADD(hh, *h, tid, sizeof(s->tid), s);
+		HASH_ADD(hh, h, tid, sizeof(s->tid), s);
+		st->threads = h;
 	}
 	return s;
 }
@@ -339,45 +425,79 @@ static const char *switched_out(const char *prev_state)
 	}
 }
 
-static int states(const char *path, const char *id, const char *host, struct pass1 *p,
-		  struct batcher *x, struct rows_totals *t, char *err, size_t errlen)
+int sched_states__line(struct sched_states *st, const char *text, size_t len, state_emit emit,
+		       void *arg)
 {
-	struct tstate *h = NULL, *s, *tmp;
-	struct trace_reader *r;
-	struct trace_item it;
 	struct ftrace_line l;
-	int ret = trace_reader__open(&r, path, TR_SCHED, err, errlen), sret = 0;
+	struct tstate *s;
+	int ret = 0;
 
-	if (ret)
-		return ret;
-	while (!sret && (ret = trace_reader__next(r, &it)) > 0) {
-		if (ftrace_line__parse(it.text, it.len, &l))
-			continue;
-		if (l.kind == FT_SWITCH) {
-			if (l.prev_tid > 0) {
-				s = tstate_get(&h, l.prev_tid);
-				if (l.tgid > 0)
-					s->pid = l.tgid;
-				sret = state_close(x, id, host, p, s, l.ts_ns,
-						   switched_out(l.prev_state), t);
-			}
-			if (!sret && l.next_tid > 0)
-				sret = state_close(x, id, host, p, tstate_get(&h, l.next_tid),
-						   l.ts_ns, "running", t);
-		} else if (l.kind != FT_OTHER && l.woken_tid > 0) {
-			s = tstate_get(&h, l.woken_tid);
-			if (!s->state || !strcmp(s->state, "sleeping") ||
-			    !strcmp(s->state, "blocked"))
-				sret = state_close(x, id, host, p, s, l.ts_ns, "runnable", t);
+	if (ftrace_line__parse(text, len, &l))
+		return 0;
+	if (l.kind == FT_SWITCH) {
+		if (l.prev_tid > 0) {
+			s = tstate_get(st, l.prev_tid);
+			if (l.tgid > 0)
+				s->pid = l.tgid;
+			ret = state_close(s, l.ts_ns, switched_out(l.prev_state), emit, arg);
 		}
+		if (!ret && l.next_tid > 0)
+			ret = state_close(tstate_get(st, l.next_tid), l.ts_ns, "running", emit, arg);
+	} else if (l.kind != FT_OTHER && l.woken_tid > 0) {
+		s = tstate_get(st, l.woken_tid);
+		if (!s->state || !strcmp(s->state, "sleeping") || !strcmp(s->state, "blocked"))
+			ret = state_close(s, l.ts_ns, "runnable", emit, arg);
 	}
-	if (ret < 0)
-		snprintf(err, errlen, "%s", trace_reader__error(r));
-	trace_reader__close(r);
+	return ret;
+}
+
+void sched_states__free(struct sched_states *st)
+{
+	struct tstate *h = st->threads, *s, *tmp;
+
 	HASH_ITER(hh, h, s, tmp) { /* the last state of each thread has no end: left out */
 		HASH_DEL(h, s);
 		free(s);
 	}
+	st->threads = NULL;
+}
+
+struct states_walk {
+	struct batcher *x;
+	const char *id, *host;
+	struct pass1 *p;
+	struct rows_totals *t;
+};
+
+static int state_row(void *arg, int64_t tid, int64_t pid, const char *state, int64_t since,
+		     int64_t now)
+{
+	struct states_walk *w = arg;
+	const struct name *th = name_get(w->p->threads, tid);
+
+	spans_rows__state(&w->x->b, w->id, w->host, w->x->seq, w->x->n, th ? th->pid : pid, tid,
+			  th ? th->s : "", state, w->p->t0_realtime + since, now - since);
+	w->t->states++;
+	return row_done(w->x);
+}
+
+static int states(const char *path, const char *id, const char *host, struct pass1 *p,
+		  struct batcher *x, struct rows_totals *t, char *err, size_t errlen)
+{
+	struct sched_states st = { 0 };
+	struct states_walk w = { x, id, host, p, t };
+	struct trace_reader *r;
+	struct trace_item it;
+	int ret = trace_reader__open(&r, path, TR_SCHED, err, errlen), sret = 0;
+
+	if (ret)
+		return ret;
+	while (!sret && (ret = trace_reader__next(r, &it)) > 0)
+		sret = sched_states__line(&st, it.text, it.len, state_row, &w);
+	if (ret < 0)
+		snprintf(err, errlen, "%s", trace_reader__error(r));
+	trace_reader__close(r);
+	sched_states__free(&st);
 	if (!sret && ret >= 0)
 		sret = flush(x);
 	return ret < 0 ? ret : sret;
@@ -401,19 +521,13 @@ static int counters(const char *path, const char *id, const char *host, struct p
 			continue;
 		args = cJSON_ParseWithLength(ev->text + ev->args_at.off, ev->args_at.len);
 		cJSON_ArrayForEach(v, args) {
-			char num[64];
-
 			if (!cJSON_IsNumber(v) || !v->string || sret)
 				continue;
-			row_head(x, id, host);
-			sb_num(&x->b, "\"pid\"", ev->has_pid ? ev->pid : 0);
-			sb_str(&x->b, "\"name\"", ev->name, strlen(ev->name));
-			sb_str(&x->b, "\"key\"", v->string, strlen(v->string));
-			sb_num(&x->b, "\"start_ns\"", p->t0_realtime + ev->ts_ns);
-			snprintf(num, sizeof(num), ",\"value\":%.17g", v->valuedouble);
-			sb_puts(&x->b, num);
+			spans_rows__counter(&x->b, id, host, x->seq, x->n, ev->has_pid ? ev->pid : 0,
+					    ev->name, v->string, p->t0_realtime + ev->ts_ns,
+					    v->valuedouble);
 			t->counters++;
-			sret = row_end(x);
+			sret = row_done(x);
 		}
 		cJSON_Delete(args);
 	}

@@ -57,9 +57,47 @@ int spans_rows__recording(const char *path, const char *id, const char *host,
 			  const struct rows_totals *t, char **row, char *err, size_t errlen);
 
 /* One span's row (a line) appended to b: the same columns whoever builds it (push, the
- * streamer), so the same span has the same key. clean/cap: a scratch buffer. */
+ * streamer), so the same span has the same key. depth: spans_rows__before's count of the
+ * spans that enclose it. clean/cap: a scratch buffer. */
 void spans_rows__span(struct rows_text *b, const char *id, const char *host, uint32_t seq,
-		      uint32_t row, const struct trace_event *ev, const char *thread,
-		      const char *process, int64_t t0_realtime, char **clean, size_t *cap);
+		      uint32_t row, const struct trace_event *ev, uint32_t depth,
+		      const char *thread, const char *process, int64_t t0_realtime, char **clean,
+		      size_t *cap);
+
+/* A span's place for nesting, as the viewers and the timeline (analyze/timeline.h) nest a
+ * thread's spans: by start, the longest first, then file order (idx). Its depth is the number
+ * of the thread's spans before it in that order still open at its start. */
+struct span_iv {
+	int64_t s, e;
+	uint64_t idx;
+};
+static inline int spans_rows__before(const struct span_iv *a, const struct span_iv *b)
+{
+	if (a->s != b->s)
+		return a->s < b->s;
+	if (a->e != b->e)
+		return a->e > b->e;
+	return a->idx < b->idx;
+}
+
+/* A state row and a counter row, as push and the streamer build them. */
+void spans_rows__state(struct rows_text *b, const char *id, const char *host, uint32_t seq,
+		       uint32_t row, int64_t pid, int64_t tid, const char *thread,
+		       const char *state, int64_t start_ns, int64_t dur_ns);
+void spans_rows__counter(struct rows_text *b, const char *id, const char *host, uint32_t seq,
+			 uint32_t row, int64_t pid, const char *name, const char *key,
+			 int64_t start_ns, double value);
+
+/* Threads' scheduler states from the ftrace lines, fed in file order: each interval that ends
+ * goes to emit (a thread's state when the lines stop has no end yet). */
+struct sched_states {
+	void *threads;
+};
+typedef int (*state_emit)(void *arg, int64_t tid, int64_t pid, const char *state,
+			  int64_t since_ns, int64_t now_ns);
+/* 0, or emit's non-zero. */
+int sched_states__line(struct sched_states *st, const char *text, size_t len, state_emit emit,
+		       void *arg);
+void sched_states__free(struct sched_states *st);
 
 #endif

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* Spans into ClickHouse while recording (store/stream.h). Rows are numbered as spans_rows.c
- * numbers them — the span events in file order, BATCH_ROWS to a batch — and each second the
- * rows added to the current batch since the last send go out: a part of a batch has the keys
- * the whole batch has, so sending the whole later (the push at the end) replaces it. */
+/* Rows into ClickHouse while recording (store/stream.h). Each table's rows are numbered as
+ * spans_rows.c numbers them — spans and counter values in file order, thread states in the
+ * order the scheduler lines close them, BATCH_ROWS to a batch — and each second the rows added
+ * to a batch since the last send go out: a part of a batch has the keys the whole batch has,
+ * so sending the whole later (the push at the end) replaces it.
+ *
+ * A span is written when it ends, before the spans that enclose it: it waits until the trace
+ * is HOLD_NS past its end, so that its depth counts the enclosing spans written by then. */
 #include "store/stream.h"
 #include "store/clickhouse.h"
 #include "store/spans_rows.h"
@@ -23,6 +27,46 @@
 
 #define BATCH_ROWS 10000 /* as tracer push's default: the same keys */
 #define READ_CHUNK (1u << 20)
+#define HOLD_NS 1000000000LL	 /* a span waits this long of trace time after its end */
+#define PENDING_MAX BATCH_ROWS /* spans waiting: past this the oldest goes anyway */
+
+/* One table's batches on their way: the first is number seq0; all but the last are whole. */
+struct lbatch {
+	struct rows_text t;
+	uint32_t n;
+	size_t sent; /* bytes of t already in ClickHouse */
+};
+
+struct ltable {
+	const char *name;
+	struct lbatch *b;
+	size_t nb;
+	uint32_t seq0;
+	uint64_t rows; /* sent */
+};
+
+/* A file read behind its writer, line by line. */
+struct source {
+	int fd;
+	off_t off;
+	struct rows_text line; /* a line not yet complete */
+};
+
+/* A span read, waiting for its depth. */
+struct pending {
+	char *line;
+	size_t len;
+	int64_t pid, tid;
+	struct span_iv iv;
+};
+
+/* A thread's spans read lately: what may enclose a span still waiting. */
+struct recent {
+	int64_t key[2]; /* pid, tid */
+	struct span_iv *v;
+	size_t n, cap;
+	UT_hash_handle hh;
+};
 
 struct stream {
 	pthread_t thread;
@@ -33,18 +77,20 @@ struct stream {
 	char host[256], id[17];
 	bool have_id, connected, said;
 	struct ch_conn c;
-	int fd;
-	off_t off;	       /* read up to here */
-	struct rows_text line; /* a line not yet complete */
-	struct rows_text batch;
-	size_t sent_len; /* bytes of batch already in ClickHouse */
-	uint32_t seq, n;
-	int64_t t0;
+	struct source main, sched;
 	bool ended; /* the traceEvents array is closed */
+	struct ltable spans, states, counters;
+	struct pending *pend;
+	size_t phead, pn, pcap; /* pend[phead .. pn) wait */
+	struct recent *recent;
+	uint64_t nspans;  /* span events read: the next one's place in file order */
+	int64_t progress; /* the latest time the trace's events reached, as read (the scheduler
+			   * text is read apart: a span's parent may not be read yet) */
+	struct sched_states st;
+	int64_t t0;
 	struct name *threads, *procs;
 	char *clean;
 	size_t cap;
-	uint64_t rows;
 };
 
 static const char *name_of(struct name *h, int64_t id)
@@ -52,6 +98,34 @@ static const char *name_of(struct name *h, int64_t id)
 	const struct name *n = name_get(h, id);
 
 	return n ? n->s : "";
+}
+
+/* Where the next row of t goes: its batch's text, number and place. */
+static struct rows_text *row_slot(struct ltable *t, uint32_t *seq, uint32_t *row)
+{
+	struct lbatch *b;
+
+	if (!t->nb || t->b[t->nb - 1].n == BATCH_ROWS) {
+		t->b = xrealloc(t->b, t->nb + 1, sizeof(*t->b));
+		t->b[t->nb++] = (struct lbatch){ 0 };
+	}
+	b = &t->b[t->nb - 1];
+	*seq = t->seq0 + t->nb - 1;
+	*row = b->n++;
+	return &b->t;
+}
+
+/* A whole batch waits to be sent: read no further for this table. */
+static bool blocked(const struct ltable *t)
+{
+	return t->nb > 1 || (t->nb == 1 && t->b[0].n == BATCH_ROWS);
+}
+
+static void table_free(struct ltable *t)
+{
+	for (size_t i = 0; i < t->nb; i++)
+		free(t->b[i].t.p);
+	free(t->b);
 }
 
 /* A time in microseconds as the writer prints it ("1234.567") in exact nanoseconds, as the
@@ -89,13 +163,104 @@ static int64_t num_of(const cJSON *o, const char *key, bool *has)
 	return *has ? (int64_t)v->valuedouble : 0;
 }
 
-/* One line of the trace's event array: a span becomes a row; names and the clock's zero are
- * learnt. */
-static void on_line(struct stream *s, const char *l, size_t len)
+/* One event line (no trailing comma) as the trace reader would read it; the returned object
+ * holds its strings (NULL: not an event). */
+static cJSON *parse_event(const char *l, size_t len, struct trace_event *ev)
 {
-	struct trace_event ev = { .text = l, .len = len };
-	cJSON *o, *v, *args;
+	cJSON *o = cJSON_ParseWithLength(l, len), *v;
 	const char *end = NULL, *at;
+
+	*ev = (struct trace_event){ .text = l, .len = len };
+	if (!o)
+		return NULL;
+	v = cJSON_GetObjectItemCaseSensitive(o, "ph");
+	ev->ph = cJSON_IsString(v) ? v->valuestring[0] : 0;
+	v = cJSON_GetObjectItemCaseSensitive(o, "name");
+	ev->name = cJSON_IsString(v) ? v->valuestring : "";
+	v = cJSON_GetObjectItemCaseSensitive(o, "cat");
+	ev->cat = cJSON_IsString(v) ? v->valuestring : "";
+	ev->pid = num_of(o, "pid", &ev->has_pid);
+	ev->tid = num_of(o, "tid", &ev->has_tid);
+	ev->has_ts = us_at(l, len, "\"ts\":", &ev->ts_ns);
+	ev->has_dur = us_at(l, len, "\"dur\":", &ev->dur_ns);
+	at = memmem(l, len, "\"args\":", 7);
+	if (at) /* parsed only to find where the args end */
+		cJSON_Delete(cJSON_ParseWithLengthOpts(at + 7, len - (at + 7 - l), &end, false));
+	if (at && end) {
+		ev->args_at.off = at + 7 - l;
+		ev->args_at.len = end - (at + 7);
+	}
+	return o;
+}
+
+static struct recent *recent_of(struct stream *s, int64_t pid, int64_t tid)
+{
+	int64_t key[2] = { pid, tid };
+	struct recent *r;
+
+	HASH_FIND(hh, s->recent, key, sizeof(key), r);
+	if (!r) {
+		r = xcalloc(1, sizeof(*r));
+		memcpy(r->key, key, sizeof(key));
+		HASH_ADD(hh, s->recent, key, sizeof(r->key), r);
+	}
+	return r;
+}
+
+static void on_span(struct stream *s, const char *l, size_t len, const struct trace_event *ev)
+{
+	struct pending *p;
+	struct recent *r = recent_of(s, ev->has_pid ? ev->pid : 0, ev->has_tid ? ev->tid : 0);
+
+	if (s->pn == s->pcap) {
+		s->pcap = s->pcap ? 2 * s->pcap : 256;
+		s->pend = xrealloc(s->pend, s->pcap, sizeof(*s->pend));
+	}
+	p = &s->pend[s->pn++];
+	p->line = xcalloc(1, len + 1);
+	memcpy(p->line, l, len);
+	p->len = len;
+	p->pid = r->key[0];
+	p->tid = r->key[1];
+	p->iv = (struct span_iv){ ev->ts_ns, ev->ts_ns + ev->dur_ns, s->nspans++ };
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 64;
+		r->v = xrealloc(r->v, r->cap, sizeof(*r->v));
+	}
+	r->v[r->n++] = p->iv;
+	if (p->iv.e > s->progress)
+		s->progress = p->iv.e;
+}
+
+/* A counter event (a queue depth): one row per key, as push makes them. */
+static void on_counter(struct stream *s, const char *l, const struct trace_event *ev)
+{
+	cJSON *args, *v;
+	uint32_t seq, row;
+
+	if (!ev->has_ts || !ev->args_at.len)
+		return;
+	args = cJSON_ParseWithLength(l + ev->args_at.off, ev->args_at.len);
+	cJSON_ArrayForEach(v, args) {
+		struct rows_text *b;
+
+		if (!cJSON_IsNumber(v) || !v->string)
+			continue;
+		b = row_slot(&s->counters, &seq, &row);
+		spans_rows__counter(b, s->id, s->host, seq, row, ev->has_pid ? ev->pid : 0, ev->name,
+				    v->string, s->t0 + ev->ts_ns, v->valuedouble);
+	}
+	cJSON_Delete(args);
+	if (ev->ts_ns > s->progress)
+		s->progress = ev->ts_ns;
+}
+
+/* One line of the trace's event array: spans wait for their depth, counter values become
+ * rows, names and the clock's zero are learnt. */
+static void on_main_line(struct stream *s, const char *l, size_t len)
+{
+	struct trace_event ev;
+	cJSON *o, *args;
 
 	if (len && l[len - 1] == ',')
 		len--;
@@ -104,17 +269,9 @@ static void on_line(struct stream *s, const char *l, size_t len)
 			s->ended = true;
 		return;
 	}
-	o = cJSON_ParseWithLength(l, len);
+	o = parse_event(l, len, &ev);
 	if (!o)
 		return;
-	v = cJSON_GetObjectItemCaseSensitive(o, "ph");
-	ev.ph = cJSON_IsString(v) ? v->valuestring[0] : 0;
-	v = cJSON_GetObjectItemCaseSensitive(o, "name");
-	ev.name = cJSON_IsString(v) ? v->valuestring : "";
-	v = cJSON_GetObjectItemCaseSensitive(o, "cat");
-	ev.cat = cJSON_IsString(v) ? v->valuestring : "";
-	ev.pid = num_of(o, "pid", &ev.has_pid);
-	ev.tid = num_of(o, "tid", &ev.has_tid);
 	args = cJSON_GetObjectItemCaseSensitive(o, "args");
 	if (ev.ph == 'M' && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(args, "name"))) {
 		const char *n = cJSON_GetObjectItemCaseSensitive(args, "name")->valuestring;
@@ -125,104 +282,220 @@ static void on_line(struct stream *s, const char *l, size_t len)
 			name_set(&s->procs, ev.pid, ev.pid, n);
 	} else if (ev.ph == 'i' && !strcmp(ev.name, "recording started") && !s->t0) {
 		static const char key[] = "\"t0_realtime_ns\":";
+		const char *at = memmem(l, len, key, sizeof(key) - 1);
 
-		at = memmem(l, len, key, sizeof(key) - 1);
 		if (at)
 			s->t0 = strtoll(at + sizeof(key) - 1, NULL, 10);
-	} else if (ev.ph == 'X') {
-		ev.has_ts = us_at(l, len, "\"ts\":", &ev.ts_ns);
-		ev.has_dur = us_at(l, len, "\"dur\":", &ev.dur_ns);
-		at = memmem(l, len, "\"args\":", 7);
-		if (at) /* parsed only to find where the args end */
-			cJSON_Delete(cJSON_ParseWithLengthOpts(at + 7, len - (at + 7 - l), &end,
-							       false));
-		if (at && end) {
-			ev.args_at.off = at + 7 - l;
-			ev.args_at.len = end - (at + 7);
-		}
-		if (ev.has_ts && ev.has_dur) {
-			spans_rows__span(&s->batch, s->id, s->host, s->seq, s->n, &ev,
-					 ev.has_tid ? name_of(s->threads, ev.tid) : "",
-					 ev.has_pid ? name_of(s->procs, ev.pid) : "", s->t0, &s->clean,
-					 &s->cap);
-			s->n++;
-		}
+	} else if (ev.ph == 'X' && ev.has_ts && ev.has_dur) {
+		on_span(s, l, len, &ev);
+	} else if (ev.ph == 'C') {
+		on_counter(s, l, &ev);
 	}
 	cJSON_Delete(o);
 }
 
-/* The rows of the current batch not yet sent. true when they are all in. */
-static bool send_new(struct stream *s)
+static int on_state(void *arg, int64_t tid, int64_t pid, const char *state, int64_t since,
+		    int64_t now)
 {
-	char err[1024];
-	int ret;
+	struct stream *s = arg;
+	const struct name *th = name_get(s->threads, tid);
+	uint32_t seq, row;
+	struct rows_text *b = row_slot(&s->states, &seq, &row);
 
-	if (s->batch.len == s->sent_len)
-		return true;
-	ret = ch__query(&s->c, "INSERT INTO tracer_spans FORMAT JSONEachRow",
-			s->batch.p + s->sent_len, s->batch.len - s->sent_len, NULL, err, sizeof(err));
-	if (ret) {
-		if (!s->said)
-			pr_warn("streaming to ClickHouse paused: %s; the rows wait in %s and go when "
-				"it answers, or at the end", err, s->path);
-		s->said = true;
-		return false;
-	}
-	s->said = false;
-	for (size_t i = s->sent_len; i < s->batch.len; i++)
-		s->rows += s->batch.p[i] == '\n';
-	s->sent_len = s->batch.len;
-	if (s->n >= BATCH_ROWS) { /* the batch is whole: the next one */
-		s->seq++;
-		s->n = 0;
-		s->batch.len = s->sent_len = 0;
-	}
-	return true;
+	spans_rows__state(b, s->id, s->host, seq, row, th ? th->pid : pid, tid, th ? th->s : "",
+			  state, s->t0 + since, now - since);
+	return 0;
 }
 
-/* Reads what the writer added, up to the end of the current batch. */
-static void read_more(struct stream *s)
+static void on_sched_line(struct stream *s, const char *l, size_t len)
+{
+	sched_states__line(&s->st, l, len, on_state, s);
+}
+
+static bool main_room(const struct stream *s)
+{
+	return !s->ended && !blocked(&s->counters) && s->pn - s->phead < PENDING_MAX;
+}
+
+static bool sched_room(const struct stream *s)
+{
+	return !blocked(&s->states);
+}
+
+/* Reads the whole lines src's writer added while room() says so. The bytes read. */
+static size_t read_lines(struct stream *s, struct source *src,
+			 void (*on)(struct stream *, const char *, size_t),
+			 bool (*room)(const struct stream *))
 {
 	char *buf = xcalloc(1, READ_CHUNK);
+	size_t total = 0;
 	ssize_t got;
 
-	while (!s->ended && s->n < BATCH_ROWS &&
-	       (got = pread(s->fd, buf, READ_CHUNK, s->off)) > 0) {
+	while (src->fd >= 0 && room(s) && (got = pread(src->fd, buf, READ_CHUNK, src->off)) > 0) {
 		size_t i = 0;
 
-		while (i < (size_t)got && s->n < BATCH_ROWS) {
+		while (i < (size_t)got && room(s)) {
 			char *nl = memchr(buf + i, '\n', got - i);
 			size_t n = nl ? (size_t)(nl - (buf + i)) : got - i;
 
-			if (s->line.len + n + 1 > s->line.cap) {
-				s->line.cap = 2 * (s->line.len + n + 1);
-				s->line.p = xrealloc(s->line.p, s->line.cap, 1);
+			if (src->line.len + n + 1 > src->line.cap) {
+				src->line.cap = 2 * (src->line.len + n + 1);
+				src->line.p = xrealloc(src->line.p, src->line.cap, 1);
 			}
-			memcpy(s->line.p + s->line.len, buf + i, n);
-			s->line.len += n;
+			memcpy(src->line.p + src->line.len, buf + i, n);
+			src->line.len += n;
 			i += n;
 			if (!nl)
 				break;
 			i++; /* the newline */
-			on_line(s, s->line.p, s->line.len);
-			s->line.len = 0;
+			on(s, src->line.p, src->line.len);
+			src->line.len = 0;
 		}
-		s->off += i;
-		if (i < (size_t)got && s->n >= BATCH_ROWS)
-			break;
+		src->off += i;
+		total += i;
 	}
 	free(buf);
+	return total;
 }
 
-static bool tick(struct stream *s)
+/* The nesting depth of a waiting span among the spans of its thread read so far. */
+static uint32_t depth_of(struct stream *s, const struct pending *p)
+{
+	struct recent *r = recent_of(s, p->pid, p->tid);
+	uint32_t d = 0;
+
+	for (size_t i = 0; i < r->n; i++)
+		d += spans_rows__before(&r->v[i], &p->iv) && r->v[i].e > p->iv.s;
+	return d;
+}
+
+/* Spans whose wait is over become rows, in file order. The rows made. */
+static size_t release(struct stream *s)
+{
+	size_t made = 0;
+
+	while (s->phead < s->pn && !blocked(&s->spans)) {
+		struct pending *p = &s->pend[s->phead];
+		struct trace_event ev;
+		struct rows_text *b;
+		uint32_t seq, row;
+		cJSON *o;
+
+		if (p->iv.e + HOLD_NS > s->progress && s->pn - s->phead < PENDING_MAX)
+			break;
+		o = parse_event(p->line, p->len, &ev);
+		b = row_slot(&s->spans, &seq, &row);
+		spans_rows__span(b, s->id, s->host, seq, row, &ev, depth_of(s, p),
+				 name_of(s->threads, p->tid), name_of(s->procs, p->pid), s->t0,
+				 &s->clean, &s->cap);
+		cJSON_Delete(o);
+		free(p->line);
+		s->phead++;
+		made++;
+	}
+	if (s->phead == s->pn)
+		s->phead = s->pn = 0;
+	else if (s->phead > s->pcap / 2) {
+		memmove(s->pend, s->pend + s->phead, (s->pn - s->phead) * sizeof(*s->pend));
+		s->pn -= s->phead;
+		s->phead = 0;
+	}
+	return made;
+}
+
+/* Forgets the spans that can no longer enclose one still to come: ended before every waiting
+ * span started, and long enough ago that a span enclosed by them has been written. */
+static void prune(struct stream *s)
+{
+	int64_t cut = s->progress - 2 * HOLD_NS;
+	struct recent *r, *tmp;
+
+	for (size_t i = s->phead; i < s->pn; i++)
+		if (s->pend[i].iv.s < cut)
+			cut = s->pend[i].iv.s;
+	HASH_ITER(hh, s->recent, r, tmp) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < r->n; i++)
+			if (r->v[i].e > cut)
+				r->v[k++] = r->v[i];
+		r->n = k;
+		if (!k) {
+			HASH_DEL(s->recent, r);
+			free(r->v);
+			free(r);
+		}
+	}
+}
+
+static void said(struct stream *s, const char *err)
+{
+	if (!s->said)
+		pr_warn("streaming to ClickHouse paused: %s; the rows wait in %s and go when it "
+			"answers, or at the end",
+			err, s->path);
+	s->said = true;
+}
+
+/* The rows of t not yet sent. true when they are all in. */
+static bool send_table(struct stream *s, struct ltable *t)
+{
+	char sql[128], err[1024];
+
+	snprintf(sql, sizeof(sql), "INSERT INTO %s FORMAT JSONEachRow", t->name);
+	while (t->nb) {
+		struct lbatch *b = &t->b[0];
+
+		if (b->sent < b->t.len) {
+			if (ch__query(&s->c, sql, b->t.p + b->sent, b->t.len - b->sent, NULL, err,
+				      sizeof(err))) {
+				said(s, err);
+				return false;
+			}
+			for (size_t i = b->sent; i < b->t.len; i++)
+				t->rows += b->t.p[i] == '\n';
+			b->sent = b->t.len;
+		}
+		if (b->n < BATCH_ROWS)
+			break;
+		free(b->t.p); /* the batch is whole and in: the next one */
+		memmove(t->b, t->b + 1, (t->nb - 1) * sizeof(*t->b));
+		t->nb--;
+		t->seq0++;
+	}
+	return true;
+}
+
+static bool send_all(struct stream *s)
+{
+	bool ok = send_table(s, &s->spans) && send_table(s, &s->states) &&
+		  send_table(s, &s->counters);
+
+	if (ok)
+		s->said = false;
+	return ok;
+}
+
+static bool stopping(struct stream *s)
+{
+	bool stop;
+
+	pthread_mutex_lock(&s->mu);
+	stop = s->stop;
+	pthread_mutex_unlock(&s->mu);
+	return stop;
+}
+
+static void tick(struct stream *s)
 {
 	struct stat st;
 	char err[1024];
+	size_t moved;
 
 	if (!s->have_id) { /* the id hashes the first 4 KB, as push's does */
-		if (fstat(s->fd, &st) || st.st_size < 4096 ||
+		if (fstat(s->main.fd, &st) || st.st_size < 4096 ||
 		    spans_rows__id(s->path, s->host, s->id, err, sizeof(err)))
-			return true;
+			return;
 		s->have_id = true;
 	}
 	if (!s->connected) {
@@ -231,19 +504,22 @@ static bool tick(struct stream *s)
 		s->c.timeout_s = 10; /* never hold the end of the recording long */
 		if (ret || ch__connect(&s->c, err, sizeof(err)) ||
 		    ch__schema(&s->c, NULL, err, sizeof(err))) {
-			if (!s->said)
-				pr_warn("streaming to ClickHouse paused: %s; the rows wait in %s and "
-					"go when it answers, or at the end", err, s->path);
-			s->said = true;
+			said(s, err);
 			ch__close(&s->c);
-			return true;
+			return;
 		}
 		s->connected = true;
 	}
-	if (!send_new(s))
-		return true;
-	read_more(s);
-	return send_new(s);
+	/* what waits first; then read, a batch at most per table ahead of the server */
+	do {
+		if (!send_all(s))
+			return;
+		moved = read_lines(s, &s->main, on_main_line, main_room);
+		moved += read_lines(s, &s->sched, on_sched_line, sched_room);
+		moved += release(s);
+		prune(s);
+	} while (moved && !stopping(s));
+	send_all(s);
 }
 
 static void *run(void *arg)
@@ -265,7 +541,7 @@ static void *run(void *arg)
 	return NULL;
 }
 
-struct stream *stream__start(const char *path, const char *url)
+struct stream *stream__start(const char *path, int sched_fd, const char *url)
 {
 	struct stream *s;
 	size_t n = strlen(path);
@@ -273,11 +549,16 @@ struct stream *stream__start(const char *path, const char *url)
 	if (n > 3 && !strcmp(path + n - 3, ".gz"))
 		return NULL; /* a gzip stream cannot be read behind its writer */
 	s = xcalloc(1, sizeof(*s));
-	s->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (s->fd < 0) {
+	s->main.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->main.fd < 0) {
 		free(s);
 		return NULL;
 	}
+	/* its own descriptor: the writer closes its copy at the end */
+	s->sched.fd = sched_fd >= 0 ? fcntl(sched_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	s->spans.name = "tracer_spans";
+	s->states.name = "tracer_states";
+	s->counters.name = "tracer_counters";
 	s->path = xstrdup(path);
 	s->url = xstrdup(url);
 	if (gethostname(s->host, sizeof(s->host) - 1))
@@ -285,7 +566,9 @@ struct stream *stream__start(const char *path, const char *url)
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	if (pthread_create(&s->thread, NULL, run, s)) {
-		close(s->fd);
+		close(s->main.fd);
+		if (s->sched.fd >= 0)
+			close(s->sched.fd);
 		free(s->path);
 		free(s->url);
 		free(s);
@@ -294,9 +577,11 @@ struct stream *stream__start(const char *path, const char *url)
 	return s;
 }
 
-void stream__stop(struct stream *s, uint64_t *rows)
+void stream__stop(struct stream *s, struct stream_sent *sent)
 {
-	*rows = 0;
+	struct recent *r, *tmp;
+
+	*sent = (struct stream_sent){ 0 };
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->mu);
@@ -304,18 +589,32 @@ void stream__stop(struct stream *s, uint64_t *rows)
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	pthread_join(s->thread, NULL);
-	*rows = s->rows;
+	*sent = (struct stream_sent){ s->spans.rows, s->states.rows, s->counters.rows };
 	if (s->connected)
 		ch__close(&s->c);
-	close(s->fd);
+	close(s->main.fd);
+	if (s->sched.fd >= 0)
+		close(s->sched.fd);
 	names_free(&s->threads);
 	names_free(&s->procs);
+	sched_states__free(&s->st);
+	HASH_ITER(hh, s->recent, r, tmp) {
+		HASH_DEL(s->recent, r);
+		free(r->v);
+		free(r);
+	}
+	for (size_t i = s->phead; i < s->pn; i++)
+		free(s->pend[i].line);
+	free(s->pend);
+	table_free(&s->spans);
+	table_free(&s->states);
+	table_free(&s->counters);
 	if (s->url)
 		explicit_bzero(s->url, strlen(s->url));
 	free(s->url);
 	free(s->path);
-	free(s->line.p);
-	free(s->batch.p);
+	free(s->main.line.p);
+	free(s->sched.line.p);
 	free(s->clean);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);

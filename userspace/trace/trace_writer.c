@@ -192,6 +192,12 @@ static void flush(struct trace_writer *w)
 void trace_writer__flush(struct trace_writer *w)
 {
 	flush(w);
+	fflush(w->sched); /* whole lines for a reader of trace_writer__sched_fd */
+}
+
+int trace_writer__sched_fd(const struct trace_writer *w)
+{
+	return fileno(w->sched);
 }
 
 /* Makes room for one event line; returns where to write it. */

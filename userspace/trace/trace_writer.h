@@ -49,6 +49,9 @@ void trace_writer__started(struct trace_writer *w, const char *args);
 /* Writes what is buffered to the file now (a gzip stream up to a sync point): from then on a
  * kill leaves at least that, which `tracer repair` closes into a valid trace. */
 void trace_writer__flush(struct trace_writer *w);
+/* The scheduler text as written so far (an unlinked file, up to the last flush): read it with
+ * pread on a dup, never move its offset. */
+int trace_writer__sched_fd(const struct trace_writer *w);
 /* Ends "traceEvents" with a global "recording stopped" instant at end_ns, appends the
  * scheduler text and metadata_json (a JSON object), closes the file. Returns 0 or the -errno of
  * the first failed write: a plain file is then cut at its last complete event line that leaves
