@@ -400,10 +400,12 @@ def record_loop(loop_args, out, extra=()):
         cpu0, t0 = cpu_of(proc.pid), time.monotonic()
         loop.go()
         res = loop.result(timeout=600)
+        at_end = cpu_of(proc.pid)  # what follows the target's end: the trace's end, a push
         st = proc.wait(300)
         if st != 0:
             raise RuntimeError(f"tracer exited {st}: {proc.text()[-1500:]}")
         cpu = proc.cpu_s() - cpu0
+        proc.cpu_while = (at_end - cpu0) if at_end is not None else cpu
         wall = proc.t_exit - t0
         meta = trace_metadata(out)
         return res, meta, cpu, wall, proc
@@ -733,9 +735,51 @@ def bench_clickhouse():
                        check=True, capture_output=True)
         row("9. clickhouse", f"tracer fleet over those {spans} spans (server-side quantiles)",
             f"{time.monotonic() - t:.2f} s")
+        bench_record_to(q, port)
     finally:
         server.kill()
         server.wait()
+
+
+def bench_record_to(q, port):
+    """What --to costs the recording: the same rate-limited loop target recorded without and
+    with --to (streaming to the server, then the push at the end), rounds interleaved."""
+    secs, rate = (5, 50000) if QUICK else (10, 50000)
+    out = os.path.join(TMP, "to.json")
+    runs = {False: [], True: []}
+    for r in range(3):
+        for to in (False, True):
+            extra = []
+            if to:
+                q(f"CREATE DATABASE to{r}")
+                extra = ["--to", f"clickhouse://127.0.0.1:{port}/to{r}"]
+            res, meta, cpu, wall, proc = record_loop(
+                ["-f", "bench_push", "-t", 1, "-s", secs, "-r", rate], out, extra)
+            m = re.search(r"streamed (\d+) span", proc.text())
+            streamed = int(m.group(1)) if m else 0
+            if to and int(q(f"SELECT count() FROM to{r}.tracer_spans FINAL")) != \
+                    meta["counts"]["spans"]:
+                raise RuntimeError(f"--to run {r}: ClickHouse does not hold the file's spans")
+            runs[to].append({"cpu": cpu, "while": proc.cpu_while, "pace": res["calls"] / (res["wall_ns"] / 1e9),
+                             "ns": res["ns_per_call"], "spans": meta["counts"]["spans"],
+                             "streamed": streamed / secs,
+                             # from the target's end to tracer's: the push at the end
+                             "tail": wall - res["wall_ns"] / 1e9})
+
+    def m(to, k):
+        return med([x[k] for x in runs[to]])
+
+    def rng(to, k, f):
+        return f"{f.format(min(x[k] for x in runs[to]))}-{f.format(max(x[k] for x in runs[to]))}"
+    for to in (False, True):
+        row("9. clickhouse", f"recording a loop at {rate // 1000}k calls/s for {secs} s "
+            f"({m(to, 'spans'):.0f} spans){' with --to' if to else ', no --to'}",
+            f"tracer CPU {m(to, 'cpu'):.2f} s (runs {rng(to, 'cpu', '{:.2f}')}), "
+            f"{m(to, 'while'):.2f} s of it while the target ran; target "
+            f"{m(to, 'pace') / 1000:.1f}k calls/s, {m(to, 'ns'):.0f} ns CPU per call (runs "
+            f"{rng(to, 'ns', '{:.0f}')})" +
+            (f"; {m(to, 'streamed') / 1000:.1f}k spans/s streamed while recording, the push "
+             f"at the end {m(to, 'tail'):.1f} s" if to else ""))
 
 
 def main():

@@ -41,7 +41,7 @@ static const char usage_text[] =
 	"  -d, --duration DUR       stop after DUR (seconds, or with a unit: 500ms, 2m)\n"
 	"  -o, --output FILE        output file (default tracer-COMM-PID-TIME.json); .gz compresses;\n"
 	"                           - is standard output; a previous FILE is kept as FILE.old\n"
-	"      --to URL             spans to ClickHouse while recording, the whole file at the end\n"
+	"      --to URL             rows to ClickHouse while recording, the whole file at the end\n"
 	"                           (tracer push; clickhouse://[USER@]HOST[:PORT]/DB); if that\n"
 	"                           fails the file stays, for tracer push later\n"
 	"      --min-dur DUR        keep only spans at least this long (microseconds, or 50us,\n"

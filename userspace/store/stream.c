@@ -28,7 +28,7 @@
 #define BATCH_ROWS 10000 /* as tracer push's default: the same keys */
 #define READ_CHUNK (1u << 20)
 #define HOLD_NS 1000000000LL	 /* a span waits this long of trace time after its end */
-#define PENDING_MAX BATCH_ROWS /* spans waiting: past this the oldest goes anyway */
+#define PENDING_MAX (4 * BATCH_ROWS) /* spans waiting: past this a batch goes anyway */
 
 /* One table's batches on their way: the first is number seq0; all but the last are whole. */
 struct lbatch {
@@ -358,41 +358,84 @@ static size_t read_lines(struct stream *s, struct source *src,
 	return total;
 }
 
-/* The nesting depth of a waiting span among the spans of its thread read so far. */
-static uint32_t depth_of(struct stream *s, const struct pending *p)
+static int by_nesting(const void *x, const void *y)
 {
-	struct recent *r = recent_of(s, p->pid, p->tid);
-	uint32_t d = 0;
+	const struct span_iv *a = x, *b = y;
 
-	for (size_t i = 0; i < r->n; i++)
-		d += spans_rows__before(&r->v[i], &p->iv) && r->v[i].e > p->iv.s;
-	return d;
+	return spans_rows__before(a, b) ? -1 : spans_rows__before(b, a);
 }
 
-/* Spans whose wait is over become rows, in file order. The rows made. */
+/* The depths of the spans first .. first + n - 1 (file order) about to go, in dep: each
+ * thread's spans read so far nested as push nests the whole file's (spans_rows.h). */
+static void depths(struct stream *s, uint64_t first, size_t n, uint32_t *dep)
+{
+	struct span_iv *v = NULL;
+	int64_t *open = NULL;
+	size_t vcap = 0, ocap = 0;
+	struct recent *r, *tmp;
+
+	HASH_ITER(hh, s->recent, r, tmp) {
+		size_t nopen = 0;
+		bool any = false;
+
+		for (size_t i = 0; i < r->n && !any; i++)
+			any = r->v[i].idx >= first && r->v[i].idx < first + n;
+		if (!any)
+			continue;
+		if (r->n > vcap) {
+			vcap = r->n;
+			v = xrealloc(v, vcap, sizeof(*v));
+		}
+		memcpy(v, r->v, r->n * sizeof(*v));
+		qsort(v, r->n, sizeof(*v), by_nesting);
+		for (size_t i = 0; i < r->n; i++) {
+			while (nopen && open[nopen - 1] <= v[i].s)
+				nopen--;
+			if (v[i].idx >= first && v[i].idx < first + n)
+				dep[v[i].idx - first] = nopen;
+			if (nopen == ocap) {
+				ocap = ocap ? 2 * ocap : 64;
+				open = xrealloc(open, ocap, sizeof(*open));
+			}
+			open[nopen++] = v[i].e;
+		}
+	}
+	free(open);
+	free(v);
+}
+
+/* Spans whose wait is over become rows, in file order, as many as the current batch takes.
+ * The rows made. */
 static size_t release(struct stream *s)
 {
-	size_t made = 0;
+	const struct lbatch *last = s->spans.nb ? &s->spans.b[s->spans.nb - 1] : NULL;
+	size_t room = !last ? BATCH_ROWS : last->n == BATCH_ROWS ? 0 : BATCH_ROWS - last->n;
+	bool full = s->pn - s->phead >= PENDING_MAX; /* a batch's worth goes, whatever waits */
+	size_t n = 0;
+	uint32_t *dep;
 
-	while (s->phead < s->pn && !blocked(&s->spans)) {
-		struct pending *p = &s->pend[s->phead];
+	while (n < room && s->phead + n < s->pn &&
+	       (full || s->pend[s->phead + n].iv.e + HOLD_NS <= s->progress))
+		n++;
+	if (!n)
+		return 0;
+	dep = xcalloc(n, sizeof(*dep));
+	depths(s, s->pend[s->phead].iv.idx, n, dep);
+	for (size_t k = 0; k < n; k++) {
+		struct pending *p = &s->pend[s->phead++];
 		struct trace_event ev;
 		struct rows_text *b;
 		uint32_t seq, row;
-		cJSON *o;
+		cJSON *o = parse_event(p->line, p->len, &ev);
 
-		if (p->iv.e + HOLD_NS > s->progress && s->pn - s->phead < PENDING_MAX)
-			break;
-		o = parse_event(p->line, p->len, &ev);
 		b = row_slot(&s->spans, &seq, &row);
-		spans_rows__span(b, s->id, s->host, seq, row, &ev, depth_of(s, p),
+		spans_rows__span(b, s->id, s->host, seq, row, &ev, dep[k],
 				 name_of(s->threads, p->tid), name_of(s->procs, p->pid), s->t0,
 				 &s->clean, &s->cap);
 		cJSON_Delete(o);
 		free(p->line);
-		s->phead++;
-		made++;
 	}
+	free(dep);
 	if (s->phead == s->pn)
 		s->phead = s->pn = 0;
 	else if (s->phead > s->pcap / 2) {
@@ -400,7 +443,7 @@ static size_t release(struct stream *s)
 		s->pn -= s->phead;
 		s->phead = 0;
 	}
-	return made;
+	return n;
 }
 
 /* Forgets the spans that can no longer enclose one still to come: ended before every waiting
