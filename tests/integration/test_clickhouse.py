@@ -544,6 +544,9 @@ def test_record_to_streams_states_queue_depths_and_depths_while_recording(tmp):
     # what was streamed so far: each span's depth, as the push at the end will not have set it
     time.sleep(2)
     live = stored_depths(s, 10000)
+    cols = ("SELECT seq, row, pid, tid, name, category, start_ns, dur_ns, args, py_caller "
+            "FROM tracer_spans FINAL ORDER BY seq, row")
+    live_rows = s.rows(cols)
     assert tr.poll() is None, "the recording ended before the rows were read"
     tr.send_signal(signal.SIGINT)
     rc, err = lib.finish_tracer(tr)
@@ -565,6 +568,9 @@ def test_record_to_streams_states_queue_depths_and_depths_while_recording(tmp):
     assert len(live) > 50 and max(d for _, d in live.values()) >= 1, live
     wrong = {i: (live[i], nest[i]) for i in live if live[i] != nest[i]}
     assert not wrong, wrong
+    # the streamed rows are the rows the push made of the file
+    pushed = {(r[0], r[1]): r for r in s.rows(cols)}
+    assert all(pushed[(r[0], r[1])] == r for r in live_rows), live_rows[:3]
 
 
 def test_record_to_streams_while_recording_through_a_server_restart(tmp):

@@ -10,6 +10,7 @@
 #include "store/stream.h"
 #include "store/clickhouse.h"
 #include "store/spans_rows.h"
+#include "trace/json_value.h"
 #include "util/util.h"
 
 #include <cjson/cJSON.h>
@@ -52,10 +53,9 @@ struct source {
 	struct rows_text line; /* a line not yet complete */
 };
 
-/* A span read, waiting for its depth. */
+/* A span read, waiting for its depth: the event as read, over its own copy of the line. */
 struct pending {
-	char *line;
-	size_t len;
+	struct trace_event ev; /* text, name, cat: owned */
 	int64_t pid, tid;
 	struct span_iv iv;
 };
@@ -168,7 +168,8 @@ static int64_t num_of(const cJSON *o, const char *key, bool *has)
 static cJSON *parse_event(const char *l, size_t len, struct trace_event *ev)
 {
 	cJSON *o = cJSON_ParseWithLength(l, len), *v;
-	const char *end = NULL, *at;
+	const char *at;
+	size_t alen;
 
 	*ev = (struct trace_event){ .text = l, .len = len };
 	if (!o)
@@ -184,11 +185,9 @@ static cJSON *parse_event(const char *l, size_t len, struct trace_event *ev)
 	ev->has_ts = us_at(l, len, "\"ts\":", &ev->ts_ns);
 	ev->has_dur = us_at(l, len, "\"dur\":", &ev->dur_ns);
 	at = memmem(l, len, "\"args\":", 7);
-	if (at) /* parsed only to find where the args end */
-		cJSON_Delete(cJSON_ParseWithLengthOpts(at + 7, len - (at + 7 - l), &end, false));
-	if (at && end) {
+	if (at && (alen = json_value_len(at + 7, len - (at + 7 - l)))) {
 		ev->args_at.off = at + 7 - l;
-		ev->args_at.len = end - (at + 7);
+		ev->args_at.len = alen;
 	}
 	return o;
 }
@@ -207,6 +206,13 @@ static struct recent *recent_of(struct stream *s, int64_t pid, int64_t tid)
 	return r;
 }
 
+static void pending_free(struct pending *p)
+{
+	free((char *)p->ev.text);
+	free((char *)p->ev.name);
+	free((char *)p->ev.cat);
+}
+
 static void on_span(struct stream *s, const char *l, size_t len, const struct trace_event *ev)
 {
 	struct pending *p;
@@ -217,9 +223,10 @@ static void on_span(struct stream *s, const char *l, size_t len, const struct tr
 		s->pend = xrealloc(s->pend, s->pcap, sizeof(*s->pend));
 	}
 	p = &s->pend[s->pn++];
-	p->line = xcalloc(1, len + 1);
-	memcpy(p->line, l, len);
-	p->len = len;
+	p->ev = *ev;
+	p->ev.text = memcpy(xcalloc(1, len + 1), l, len);
+	p->ev.name = xstrdup(ev->name);
+	p->ev.cat = xstrdup(ev->cat);
 	p->pid = r->key[0];
 	p->tid = r->key[1];
 	p->iv = (struct span_iv){ ev->ts_ns, ev->ts_ns + ev->dur_ns, s->nspans++ };
@@ -423,17 +430,14 @@ static size_t release(struct stream *s)
 	depths(s, s->pend[s->phead].iv.idx, n, dep);
 	for (size_t k = 0; k < n; k++) {
 		struct pending *p = &s->pend[s->phead++];
-		struct trace_event ev;
 		struct rows_text *b;
 		uint32_t seq, row;
-		cJSON *o = parse_event(p->line, p->len, &ev);
 
 		b = row_slot(&s->spans, &seq, &row);
-		spans_rows__span(b, s->id, s->host, seq, row, &ev, dep[k],
+		spans_rows__span(b, s->id, s->host, seq, row, &p->ev, dep[k],
 				 name_of(s->threads, p->tid), name_of(s->procs, p->pid), s->t0,
 				 &s->clean, &s->cap);
-		cJSON_Delete(o);
-		free(p->line);
+		pending_free(p);
 	}
 	free(dep);
 	if (s->phead == s->pn)
@@ -647,7 +651,7 @@ void stream__stop(struct stream *s, struct stream_sent *sent)
 		free(r);
 	}
 	for (size_t i = s->phead; i < s->pn; i++)
-		free(s->pend[i].line);
+		pending_free(&s->pend[i]);
 	free(s->pend);
 	table_free(&s->spans);
 	table_free(&s->states);
