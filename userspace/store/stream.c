@@ -455,6 +455,7 @@ static size_t release(struct stream *s)
 static void prune(struct stream *s)
 {
 	int64_t cut = s->progress - 2 * HOLD_NS;
+	uint64_t waiting = s->phead < s->pn ? s->pend[s->phead].iv.idx : s->nspans;
 	struct recent *r, *tmp;
 
 	for (size_t i = s->phead; i < s->pn; i++)
@@ -464,7 +465,7 @@ static void prune(struct stream *s)
 		size_t k = 0;
 
 		for (size_t i = 0; i < r->n; i++)
-			if (r->v[i].e > cut)
+			if (r->v[i].e > cut || r->v[i].idx >= waiting) /* an empty one waits too */
 				r->v[k++] = r->v[i];
 		r->n = k;
 		if (!k) {
