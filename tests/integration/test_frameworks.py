@@ -203,6 +203,38 @@ def test_pytorch_pack_with_dataloader_workers(tmp):
     assert len(flips) >= 8 * batches and len(flips) % 8 == 0, len(flips)
 
 
+def test_dataloader_by_pid_is_the_process_tree(tmp):
+    """-p on a PyTorch program whose DataLoader workers run already, with no option: they are
+    traced (the pipeline is the process tree) and the verdict names the worker that bounds it;
+    with --no-follow only the main process is, and the busy workers are named after the verdict."""
+    p = subprocess.Popen([PYTHON, TORCH_LOADER, "400", "--slow-data"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    _procs.append(p)
+    deadline = time.monotonic() + 120
+    kids = []
+    while len(kids) < 2 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.2)
+        kids = [int(k) for f in os.listdir(f"/proc/{p.pid}/task")
+                for k in open(f"/proc/{p.pid}/task/{f}/children").read().split()]
+    assert len(kids) == 2, kids
+    rc, err = lib.run_tracer("-p", p.pid, "-d", "3", "-o", os.path.join(tmp, "tree.json"))
+    assert rc == 0, err
+    assert "following 2 processes the targets started before" in err, err
+    m = re.search(r"^bottleneck: DataLoader worker pid (\d+) — busy", err, re.M)
+    assert m and int(m.group(1)) in kids, err[-3000:]
+    trace, _ = load_trace(os.path.join(tmp, "tree.json"))
+    assert {e["pid"] for e in spans(trace)} == set(kids) | {p.pid}
+    rc, err = lib.run_tracer("-p", p.pid, "-d", "3", "--no-follow", "-o",
+                             os.path.join(tmp, "main.json"))
+    assert rc == 0, err
+    assert not re.search(r"^bottleneck: DataLoader worker", err, re.M), err[-3000:]
+    named = [l for l in err.splitlines() if l.startswith("not traced: ")]
+    assert len(named) == 1 and set(map(int, re.findall(r"(\d+) \(python3\)", named[0]))) == \
+        set(kids), (named, kids)
+    p.kill()
+    p.wait()
+
+
 GST_PIPELINE = ["gst-launch-1.0", "-q", "videotestsrc", "num-buffers=4000", "!",
                 "video/x-raw,width=640,height=480", "!", "videoconvert", "!",
                 "video/x-raw,format=I420", "!", "videoscale", "!",

@@ -366,27 +366,55 @@ def test_gil_bound_verdict(tmp):
                     r"\(busiest: crunch, \d+%\)", verdict[0]), verdict
 
 
-def test_busy_children_named_without_follow(tmp):
-    """-p on a parent whose work runs in a multiprocessing.Pool: without --follow the verdict
-    sees only the waiting parent, so the busy workers are named after it, with --follow to trace
-    them; with --follow they are traced and not named."""
+def test_pool_by_pid_is_the_process_tree(tmp):
+    """-p on a parent whose work runs in a multiprocessing.Pool, with no option: the pipeline is
+    the process tree, so the pool's workers (there before tracer) are traced, their Python frames
+    recorded, the verdict names one of them, and the overhead is a share of the whole tree's CPU
+    time (the idle parent's alone made it look 20 times larger). All probes are gone at exit."""
+    p, (pid, *workers) = lib.start_ready(
+        [PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "30"],
+        stderr=subprocess.DEVNULL)
+    assert len(workers) == 2, workers
+    out = os.path.join(tmp, "pool.json")
+    tr = start_tracer("-p", pid, "-d", "2", "-o", out)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert wait_probes_gone(tr)
+    assert "following 2 processes the targets started before" in err, err
+    assert "not traced: " not in err, err
+    verdict = [l for l in err.splitlines() if l.startswith("bottleneck: ")]
+    assert len(verdict) == 1, err
+    m = re.match(r"bottleneck: MainThread pid (\d+) — busy", verdict[0])
+    assert m and int(m.group(1)) in workers, verdict
+    assert re.search(r"overhead: .* of the .* CPU time of the 3 processes traced\)", err), err
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    assert {e["pid"] for e in spans(trace) if e["name"] == "featurize"} == set(workers)
+    for w in workers + [pid]:
+        os.kill(w, signal.SIGKILL)
+
+
+def test_busy_children_named_with_no_follow(tmp):
+    """-p --no-follow on a parent whose work runs in a multiprocessing.Pool: the verdict sees only
+    the waiting parent, so the busy workers are named after it, with what would trace them."""
     p, (pid, *workers) = lib.start_ready(
         [PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "8"],
         stderr=subprocess.DEVNULL)
     assert len(workers) == 2, workers
-    rc, err = lib.run_tracer("-p", pid, "-d", "2", "-o", os.path.join(tmp, "pool.json"))
+    out = os.path.join(tmp, "pool.json")
+    rc, err = lib.run_tracer("-p", pid, "-d", "2", "--no-follow", "-o", out)
     assert rc == 0, err
     named = [l for l in err.splitlines() if l.startswith("not traced: ")]
     assert len(named) == 1, err
-    assert "the pipeline's work may be there: --follow traces them" in named[0], named
+    assert "the pipeline's work may be there: without --no-follow they are traced" in named[0]
     assert sorted(map(int, re.findall(r"(\d+) \(python3\)", named[0]))) == sorted(workers), named
     # the line comes after the verdict it completes
     lines = err.splitlines()
     assert any(l.startswith("bottleneck: ") for l in lines[:lines.index(named[0])]), err
-    rc, err = lib.run_tracer("-p", pid, "-d", "1", "--follow", "-o",
-                             os.path.join(tmp, "follow.json"))
-    assert rc == 0, err
-    assert "not traced: " not in err, err
+    trace, _ = load_trace(out)
+    assert {e["pid"] for e in spans(trace)} == {pid}
+    rc, err = lib.run_tracer("-p", pid, "--follow", "--no-follow")
+    assert rc == 2 and "give --follow or --no-follow, not both" in err, err
     for w in workers + [pid]:
         os.kill(w, signal.SIGKILL)
 

@@ -320,8 +320,8 @@ def test_uprobe_on_library_loaded_later_in_launch_mode(tmp):
 
 def test_follow_through_a_script_that_execs(tmp):
     """tracer --follow -- script: the shell execs the program (the launched pid runs a new
-    program); it is held at its entry point, probed and let go, never left stopped. Without
-    --follow, a script gets a hint."""
+    program); it is held at its entry point, probed and let go, never left stopped. The same
+    with no option (following is the default); with --no-follow, a script gets a hint."""
     script = os.path.join(tmp, "run.sh")
     with open(script, "w") as f:
         f.write(f"#!/bin/sh\nexec {lib.target('pipeline')} --frames 25\n")
@@ -335,4 +335,8 @@ def test_follow_through_a_script_that_execs(tmp):
     assert len([e for e in spans(trace) if e["name"] == "decode_frame"]) == 25
     assert trace["metadata"]["stop_reason"] == "target exited"
     rc, err = lib.run_tracer("-P", pack_path, "-o", out, "--", script, timeout=60)
-    assert rc == 0 and f"{script} is a script" in err and "--follow" in err, err
+    assert rc == 0 and "is a script" not in err, err
+    trace, text = load_trace(out)
+    assert len([e for e in spans(trace) if e["name"] == "decode_frame"]) == 25
+    rc, err = lib.run_tracer("--no-follow", "-P", pack_path, "-o", out, "--", script, timeout=60)
+    assert rc == 0 and f"{script} is a script" in err and "--no-follow" in err, err

@@ -27,7 +27,8 @@ static const char usage_text[] =
 	"  -- COMMAND [ARGS...]     start COMMAND (as the invoking user under sudo), attach before\n"
 	"                           its code runs, record until it exits, exit with its status\n"
 	"  -a, --all-processes      every process that maps a probed object, now or later\n"
-	"      --follow             also the targets' children, and the programs they exec\n"
+	"      --no-follow          only the targets: not their children (existing and new) and\n"
+	"                           the programs they exec, which are traced by default\n"
 	"\n"
 	"Probes (default: every pack in the packs folder whose \"when\" matches the target):\n"
 	"  -u, --uprobe SPEC        CATEGORY:OBJECT:FUNCTION; OBJECT and FUNCTION are globs over\n"
@@ -138,6 +139,7 @@ enum record_option {
 	OPT_NO_ARGS,
 	OPT_START_PAUSED,
 	OPT_FOLLOW,
+	OPT_NO_FOLLOW,
 	OPT_MAX_SIZE,
 	OPT_MAX_OVERHEAD,
 	OPT_NO_PYTHON,
@@ -159,7 +161,8 @@ static const struct option longopts[] = {
 	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
 	{ "no-args", no_argument, NULL, OPT_NO_ARGS },
 	{ "start-paused", no_argument, NULL, OPT_START_PAUSED },
-	{ "follow", no_argument, NULL, OPT_FOLLOW },
+	{ "follow", no_argument, NULL, OPT_FOLLOW }, /* the default now; kept for old command lines */
+	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
 	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
@@ -256,7 +259,10 @@ static int record_option(int c, struct record_opts *o, char **argv)
 		o->start_paused = true;
 		return 0;
 	case OPT_FOLLOW:
-		o->follow = true;
+		o->follow_given = true;
+		return 0;
+	case OPT_NO_FOLLOW:
+		o->no_follow = true;
 		return 0;
 	case OPT_MAX_SIZE:
 		if (parse_size(optarg, &o->max_size) || o->max_size < 4096)
@@ -353,11 +359,15 @@ static int check_target(int argc, char **argv, struct record_opts *o)
 	if (o->cmd && o->npids)
 		return usage_error(NULL, "%s", "give -p PID or -- COMMAND, not both (-d DUR "
 					 "records for a while)");
-	if (o->system_wide && (o->npids || o->cmd || o->follow))
+	if (o->system_wide && (o->npids || o->cmd || o->follow_given))
 		return usage_error(NULL, "%s", "-a traces every process mapping the probed objects: no -p, "
 					 "--follow or command with it");
 	if (!o->npids && !o->cmd && !o->system_wide)
 		return usage_error(NULL, "%s", "no target: give -p PID, -- COMMAND to launch one, or -a");
+	if (o->follow_given && o->no_follow)
+		return usage_error(NULL, "%s", "give --follow or --no-follow, not both");
+	/* the pipeline is the process tree: its workers may be children (a DataLoader's, a pool) */
+	o->follow = !o->no_follow && !o->system_wide;
 	if (o->to && ((o->output && !strcmp(o->output, "-")) || (o->top && !o->output)))
 		return usage_error(NULL, "%s", "--to pushes the trace file: give -o FILE (not -)");
 	return 0;

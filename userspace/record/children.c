@@ -94,7 +94,7 @@ void children__print(const struct untraced_children *c, const int *targets, size
 	for (size_t i = 0; i < nbusy && i < NAMED_MAX; i++)
 		fprintf(f, "%s%d (%s) %d%%", i ? ", " : "", busy[i].pid,
 			printable(busy[i].comm, name, sizeof(name)), (int)(100 * busy[i].share + 0.5));
-	fprintf(f, "%s; the pipeline's work may be there: --follow traces them\n",
+	fprintf(f, "%s; the pipeline's work may be there: without --no-follow they are traced\n",
 		nbusy > NAMED_MAX ? ", ..." : "");
 	free(busy);
 }

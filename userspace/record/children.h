@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Without --follow, the targets' child processes are not traced: a pipeline whose work runs in
+/* With --no-follow, the targets' child processes are not traced: a pipeline whose work runs in
  * them (a DataLoader's workers, a multiprocessing pool) would look idle. Their CPU time over the
  * recording is read from /proc, and the busy ones are named after the verdict. */
 #ifndef TRACER_CHILDREN_H

@@ -17,7 +17,7 @@
 /* Launch mode: start the command held at its exec, load the programs, let it run to its entry
  * point (libraries mapped, none of its code run) and stop it there. */
 /* Whether the command (found on PATH as execvp finds it) is a script ("#!"): what it runs is
- * another program, which only --follow traces. */
+ * another program, which --no-follow leaves untraced. */
 static bool is_script(const char *cmd)
 {
 	char path[PATH_MAX], head[2] = { 0 };
@@ -55,8 +55,8 @@ int recording__launch(struct recording *r)
 	int err;
 
 	if (!o->follow && is_script(o->cmd[0]))
-		pr_info("%s is a script: the program it starts (an exec, a child) is traced only with "
-			"--follow", o->cmd[0]);
+		pr_info("%s is a script: the program it starts (an exec, a child) is traced only "
+			"without --no-follow", o->cmd[0]);
 	err = launch__start(o->cmd, o->output && !strcmp(o->output, "-"), &r->launched, r->err,
 			    sizeof(r->err));
 	if (err) {

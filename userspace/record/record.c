@@ -99,7 +99,7 @@ static int prepare(struct recording *r)
 	/* the trace's zero: before any probe can fire */
 	r->t0 = r->last_tick = now_ns();
 	r->t0_realtime = realtime_ns();
-	/* with --follow, probes may match only programs the targets start later */
+	/* with --follow, probes may match only programs the targets exec later */
 	err = recording__check_targets(r);
 	if (err)
 		return err;
@@ -107,7 +107,7 @@ static int prepare(struct recording *r)
 	for (size_t i = 0; i < r->tracked.ntargets; i++)
 		if (r->tracked.targets[i].pid > 0)
 			py_record__add_pid(&r->py, r->tracked.targets[i].pid);
-	err = interrupted() ?: tracked__attach_new(&r->tracked, !opts->follow, r->err,
+	err = interrupted() ?: tracked__attach_new(&r->tracked, !opts->follow_given, r->err,
 						    sizeof(r->err));
 	if (err) {
 		if (err != -EINTR)

@@ -25,7 +25,11 @@ struct record_opts {
 	bool entry_only; /* no return probes: every call an instant */
 	bool no_args;	 /* read nothing from the target's memory: no args, name_from, queues */
 	bool start_paused;
-	bool follow;	  /* children and exec'd programs of the targets too */
+	bool follow;	  /* children and exec'd programs of the targets too (the default) */
+	bool no_follow;	  /* --no-follow: the targets only */
+	/* --follow, the default said: a spec may match only programs they exec later, so one
+	 * that matches nothing in the targets now is not an error */
+	bool follow_given;
 	bool system_wide; /* -a: every process that maps a probed object */
 	uint32_t buffer_mb;
 	uint64_t max_size; /* bytes; 0: no limit */

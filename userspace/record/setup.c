@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* --follow: the processes the targets started before tracer did (DataLoader workers, a pool)
+/* Following (the default): the processes the targets started before tracer did (DataLoader workers, a pool)
  * are followed too, as the ones they start from now on will be. */
 static void add_descendants(struct recording *r)
 {
@@ -419,5 +419,9 @@ void recording__start_overhead(struct recording *r)
 	if (err)
 		pr_warn("cannot turn on the BPF run-time statistics: %s; the summary will not say "
 			"what tracing cost", strerror(-err));
+	/* the children followed from the start (a pool's workers): the share is the tree's */
+	for (size_t i = r->primary; i < r->tracked.ntargets; i++)
+		if (r->tracked.targets[i].pid > 0)
+			overhead__add_pid(&r->overhead, r->tracked.targets[i].pid, false);
 	free(pids);
 }
