@@ -75,3 +75,25 @@ def test_ffmpeg_cpu_bound_verdict(tmp):
     assert verdict.split(" —")[0] in p.stdout, p.stdout
     ff.send_signal(signal.SIGINT)
     ff.wait(timeout=30)
+
+
+def test_ffmpeg_default_threads_same_verdict(tmp):
+    """ffmpeg decoding flat out with its default threads, recorded four times by pid: the
+    same bottleneck each time. Its decoding thread's busy share (running or waiting for a
+    CPU) varies from run to run around 60% on a loaded machine, the rest waiting for its frame
+    threads; it was "none" (averaged with its seven namesakes) or "ffmpeg tid N" by which side
+    of the saturation cutoff it fell (test_stages:test_ffmpeg_runs_agree has measured runs)."""
+    src = make_input(tmp)
+    ff = subprocess.Popen(["ffmpeg", "-nostdin", "-loglevel", "error", "-stream_loop", "-1",
+                           "-i", src, "-vf", "scale=160:120", "-f", "null", "-"])
+    _procs.append(ff)
+    time.sleep(1.0)
+    heads = []
+    for i in range(4):
+        rc, err = lib.run_tracer("-p", ff.pid, "-d", "1.5", "-o", os.path.join(tmp, f"{i}.json"))
+        assert rc == 0, err
+        verdict = next(l for l in err.splitlines() if l.startswith("bottleneck:"))
+        heads.append(verdict.split(" —")[0])
+    assert heads == [f"bottleneck: ffmpeg tid {ff.pid}"] * 4, heads
+    ff.send_signal(signal.SIGINT)
+    ff.wait(timeout=30)

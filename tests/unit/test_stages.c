@@ -265,6 +265,64 @@ static void test_helpers_join(void)
 	CHECK(strcmp(names[2], "worker"));
 }
 
+/* ffmpeg decoding flat out with its default threads, by pid on a 2-CPU machine shared with
+ * other work (measured: running, runnable, idle per mille; the first thread calls the decoder
+ * and has the spans, the others are its frame and helper threads, all named ffmpeg). Recorded
+ * again, its main thread's busy share came out anywhere from 59% to 78%: the grouping and the
+ * verdict must not flip as it crosses SATURATED ("none", the thread averaged with its seven
+ * namesakes into 19%, once; "ffmpeg tid N — busy 61%" the next time). */
+static const int ff_runs[][8][3] = {
+	{ { 205, 385, 410 }, { 82, 57, 861 }, { 58, 55, 887 }, { 56, 65, 879 },
+	  { 0, 0, 1000 }, { 0, 0, 1000 }, { 70, 227, 703 }, { 73, 372, 555 } },
+	{ { 215, 395, 390 }, { 82, 57, 861 }, { 58, 55, 887 }, { 56, 65, 879 },
+	  { 0, 0, 1000 }, { 0, 0, 1000 }, { 70, 227, 703 }, { 73, 372, 555 } },
+	{ { 263, 459, 278 }, { 107, 93, 800 }, { 79, 91, 830 }, { 76, 79, 845 },
+	  { 0, 0, 1000 }, { 0, 0, 1000 }, { 91, 224, 685 }, { 93, 182, 725 } },
+	/* paced (-re): the decoder waits for the clock, its threads for it */
+	{ { 9, 201, 790 }, { 2, 5, 993 }, { 1, 34, 965 }, { 2, 15, 983 },
+	  { 0, 0, 1000 }, { 0, 0, 1000 }, { 2, 31, 967 }, { 1, 27, 972 } },
+};
+
+static const char *ff_verdict(size_t run, char (*names)[STAGE_NAME_LEN])
+{
+	struct thread_time t[8];
+
+	for (int i = 0; i < 8; i++) {
+		t[i] = tt("ffmpeg", ff_runs[run][i][0], ff_runs[run][i][1], 0, 0,
+			  ff_runs[run][i][2]);
+		t[i].pid = 100, t[i].tid = 100 + i;
+	}
+	t[0].spans = 4000;
+	t[6].woken_by = t[7].woken_by = 100; /* frame threads, fed by the caller */
+	CHECK(stages__names(t, 8, names) == 0);
+	return verdict(t, 8, 2);
+}
+
+static void test_ffmpeg_runs_agree(void)
+{
+	char names[8][STAGE_NAME_LEN], first[256];
+	const char *v;
+
+	for (size_t run = 0; run < 3; run++) {
+		v = ff_verdict(run, names);
+		CHECK_STR(names[0], "ffmpeg tid 100");
+		for (int i = 1; i < 8; i++)
+			CHECK_STR(names[i], "ffmpeg");
+		CHECK(starts(v, "bottleneck: ffmpeg tid 100 — busy "));
+		CHECK(strstr(v, "the 7 namesakes it hands work to (no spans of their own) busy "));
+		if (!run)
+			snprintf(first, sizeof(first), "%s", v);
+	}
+	/* its own share, as measured: not rounded up to make the rule */
+	CHECK(starts(first, "bottleneck: ffmpeg tid 100 — busy 59% of wall time (running 21%, "
+			    "runnable 39%); the 7 namesakes it hands work to (no spans of their own) "
+			    "busy 1.1 CPUs"));
+	/* paced, it waits: the same stages, and the pipeline is not bound */
+	v = ff_verdict(3, names);
+	CHECK_STR(names[0], "ffmpeg tid 100");
+	CHECK(starts(v, "bottleneck: none — the busiest stage, ffmpeg tid 100, is busy 21%"));
+}
+
 static void test_verdicts(void)
 {
 	/* the sample pipeline, decode-bound: decoders busy, everyone else waits */
@@ -637,6 +695,7 @@ int main(void)
 	RUN(test_from_states);
 	RUN(test_grouping);
 	RUN(test_helpers_join);
+	RUN(test_ffmpeg_runs_agree);
 	RUN(test_threads_told_apart);
 	RUN(test_dataloader);
 	RUN(test_verdicts);

@@ -3,6 +3,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +156,7 @@ struct namesake {
 	size_t idx; /* in the caller's array */
 	int work;   /* main_work */
 	bool busy;  /* saturated */
+	bool indexed; /* its name has an index folded ("decode-0"): a replica */
 };
 
 static int by_folded_pid(const void *a, const void *b)
@@ -186,12 +188,14 @@ static void tally__add(struct tally *c, const struct namesake *s, int sign)
 	}
 }
 
-/* A thread's stage: its folded name, in its process; a saturated thread whose namesakes in the
- * process are not all saturated is a stage of its own ("ffmpeg tid 1234": one decoding thread
- * among four idle ones must not be averaged away). s: the thread; name: its namesakes in every
- * process, proc: in its process, both counting s itself. */
-static void stage_key(const struct namesake *s, struct tally name, struct tally proc, char *key,
-		      size_t len)
+/* A thread's stage: its folded name, in its process. A thread of its own there ("ffmpeg tid
+ * 1234"): a lead (see find_leads: a role, whatever the shares, so that the grouping does not
+ * flip from run to run as the thread's share crosses a cutoff), and a saturated thread among
+ * namesakes not all saturated (one decoding thread among four idle ones must not be averaged
+ * away). s: the thread; name: its namesakes in every process, proc: in its process, both
+ * counting s itself. */
+static void stage_key(const struct namesake *s, struct tally name, struct tally proc, bool lead,
+		      char *key, size_t len)
 {
 	const struct thread_time *t = s->t;
 	bool alone, other_pid, other_work;
@@ -200,7 +204,7 @@ static void stage_key(const struct namesake *s, struct tally name, struct tally 
 	tally__add(&name, s, -1);
 	tally__add(&proc, s, -1);
 	other_pid = name.n > proc.n;
-	alone = s->busy && proc.idle;
+	alone = (s->busy && proc.idle) || lead;
 	other_work = s->work >= 0 && proc.worked > proc.work[s->work];
 	if (t->role) /* a DataLoader worker's thread is MainThread, as the main one's */
 		o = snprintf(key, len, "%s pid %d", t->role, t->pid);
@@ -226,7 +230,8 @@ static int by_tid(const void *a, const void *b)
 /* A helper pool's thread (OpenCV's, a BLAS library's: no spans of its own, named as its process)
  * is woken mostly by the thread that hands it the work and then waits for it: it joins that
  * thread's stage, so that the stage's time includes the work it farmed out. */
-static void join_helpers(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])
+static void join_helpers(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN],
+			 const ssize_t *lead_of)
 {
 	const struct thread_time **by = malloc((n ? n : 1) * sizeof(*by));
 
@@ -241,7 +246,8 @@ static void join_helpers(const struct thread_time *t, size_t n, char (*names)[ST
 
 		/* a thread that mostly sleeps (a main loop woken by its streaming thread's bus
 		 * messages) does none of the stage's work: it would only water its shares down */
-		if (!t[i].woken_by || t[i].role || thread_busy(&t[i]) < HELPER_BUSY)
+		if (!t[i].woken_by || t[i].role || thread_busy(&t[i]) < HELPER_BUSY ||
+		    lead_of[i] >= 0) /* a namesake's pool: counted as its helpers */
 			continue;
 		w = bsearch(&k, by, n, sizeof(*by), by_tid);
 		/* a saturated waker is the bound by itself (ffmpeg's decoding thread): helpers less
@@ -253,9 +259,36 @@ static void join_helpers(const struct thread_time *t, size_t n, char (*names)[ST
 	free(by);
 }
 
+/* Namesakes v[p, q) of one process, not replicas (named as the process, as a library's pool
+ * threads are): when one has spans and the others none (ffmpeg's caller of the decoder API and
+ * its frame threads), it leads them. lead_of[k] is the lead's index for each of the others.
+ * Returns the lead's position in v, or q. */
+static size_t find_leads(const struct namesake *v, size_t p, size_t q, ssize_t *lead_of)
+{
+	size_t lead = q, pool = 0;
+
+	for (size_t i = p; i < q; i++) {
+		if (v[i].t->role || v[i].indexed)
+			continue;
+		if (!v[i].t->spans)
+			pool++;
+		else if (lead < q)
+			return q; /* two callers: whose pool it is is not known */
+		else
+			lead = i;
+	}
+	if (lead == q || !pool)
+		return q;
+	for (size_t i = p; i < q; i++)
+		if (!v[i].t->role && !v[i].indexed && !v[i].t->spans)
+			lead_of[v[i].idx] = v[lead].idx;
+	return lead;
+}
+
 /* Sorted by folded name and pid, so that each thread's namesakes are its neighbours: n log n
  * for tens of thousands of short-lived threads. */
-int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])
+static int names_and_leads(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN],
+			   ssize_t *lead_of)
 {
 	char(*folded)[48] = calloc(n ? n : 1, sizeof(*folded));
 	struct namesake *v = calloc(n ? n : 1, sizeof(*v));
@@ -265,11 +298,14 @@ int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAM
 		free(v);
 		return -ENOMEM;
 	}
+	for (size_t i = 0; i < n; i++)
+		lead_of[i] = -1;
 	for (size_t i = 0; i < n; i++) {
 		stage__fold(t[i].name && t[i].name[0] ? t[i].name : "(unnamed)", folded[i],
 			    sizeof(folded[i]));
 		v[i] = (struct namesake){ folded[i], &t[i], i, main_work(&t[i]),
-					  thread_busy(&t[i]) >= SATURATED };
+					  thread_busy(&t[i]) >= SATURATED,
+					  strcmp(folded[i], t[i].name ? t[i].name : "") != 0 };
 	}
 	qsort(v, n, sizeof(*v), by_folded_pid);
 	for (size_t a = 0, b; a < n; a = b) { /* [a, b): one folded name */
@@ -279,17 +315,34 @@ int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAM
 			tally__add(&name, &v[b], 1);
 		for (size_t p = a, q; p < b; p = q) { /* [p, q): one process */
 			struct tally proc = { 0 };
+			size_t lead;
 
 			for (q = p; q < b && v[q].t->pid == v[p].t->pid; q++)
 				tally__add(&proc, &v[q], 1);
+			lead = find_leads(v, p, q, lead_of);
 			for (size_t i = p; i < q; i++)
-				stage_key(&v[i], name, proc, names[v[i].idx], STAGE_NAME_LEN);
+				stage_key(&v[i], name, proc, i == lead, names[v[i].idx],
+					  STAGE_NAME_LEN);
 		}
 	}
-	join_helpers(t, n, names);
+	join_helpers(t, n, names, lead_of);
 	free(v);
 	free(folded);
 	return 0;
+}
+
+int stages__names(const struct thread_time *t, size_t n, char (*names)[STAGE_NAME_LEN])
+{
+	ssize_t *lead_of = calloc(n ? n : 1, sizeof(*lead_of));
+	int err = lead_of ? names_and_leads(t, n, names, lead_of) : -ENOMEM;
+
+	free(lead_of);
+	return err;
+}
+
+static int by_stage_name(const void *key, const void *s)
+{
+	return strcmp(key, ((const struct stage_stats *)s)->name);
 }
 
 static int by_name(const void *a, const void *b)
@@ -322,12 +375,14 @@ int stages__from_threads(const struct thread_time *t, size_t n, struct stage_sta
 	struct stage_stats *v = calloc(n ? n : 1, sizeof(*v));
 	char(*names)[STAGE_NAME_LEN] = calloc(n ? n : 1, sizeof(*names));
 	char **order = calloc(n ? n : 1, sizeof(*order)); /* names, sorted: a stage's are a run */
+	ssize_t *lead_of = calloc(n ? n : 1, sizeof(*lead_of));
 	size_t cnt = 0;
 
-	if (!v || !names || !order || stages__names(t, n, names)) {
+	if (!v || !names || !order || !lead_of || names_and_leads(t, n, names, lead_of)) {
 		free(v);
 		free(names);
 		free(order);
+		free(lead_of);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -342,6 +397,19 @@ int stages__from_threads(const struct thread_time *t, size_t n, struct stage_sta
 			snprintf(v[cnt++].name, sizeof(s->name), "%s", order[i]);
 		stage__add(s, &t[(order[i] - names[0]) / STAGE_NAME_LEN]); /* names[k]: t[k]'s */
 	}
+	/* what a lead's pool did, by the lead's stage (v is in name order until sorted below) */
+	for (size_t i = 0; i < n; i++) {
+		struct stage_stats *s;
+
+		if (lead_of[i] < 0)
+			continue;
+		s = bsearch(names[lead_of[i]], v, cnt, sizeof(*v), by_stage_name);
+		if (s) {
+			s->helpers++;
+			s->helper_busy_ns += t[i].running_ns + t[i].runnable_ns + t[i].blocked_ns;
+		}
+	}
+	free(lead_of);
 	free(order);
 	free(names);
 	qsort(v, cnt, sizeof(*v), by_busy);
@@ -455,7 +523,7 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 {
 	const struct stage_stats *top = NULL, *gil = NULL;
 	uint64_t running = 0, runnable = 0, span = 0;
-	bool states = false;
+	bool states = false, fed;
 	double busy, demand, top_demand;
 	size_t o;
 
@@ -541,7 +609,13 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 				 top->name, pct(stage__share(top, top->cat_ns[CAT_IO])));
 		return;
 	}
-	if (busy >= SATURATED) {
+	/* a thread that hands its work to a pool of namesakes (ffmpeg's decoding threads) and
+	 * waits for them: busy itself, or its pool busy for it, all the time. The pool's share is
+	 * in CPUs: the rule holds far from its bound on both sides (about 1.7 for ffmpeg decoding
+	 * flat out with its default threads, near 0 when it is paced), where the thread's own
+	 * share alone straddled SATURATED from run to run. */
+	fed = top->helpers && busy_ns(top) + top->helper_busy_ns >= top->wall_ns;
+	if (busy >= SATURATED || fed) {
 		if (states)
 			o = snprintf(buf, len,
 				     "bottleneck: %s — busy %d%% of wall time (running %d%%, "
@@ -553,6 +627,10 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 				     "bottleneck: %s — inside spans %d%% of wall time (no "
 				     "scheduler states in the trace)",
 				     top->name, pct(busy));
+		if (fed && o < len)
+			o += snprintf(buf + o, len - o, "; the %u namesakes it hands work to (no spans "
+							  "of their own) busy %.1f CPUs",
+				      top->helpers, (double)top->helper_busy_ns / top->wall_ns);
 		if (o < len)
 			o += waiting(buf + o, len - o, s, n, top, "; ", "");
 		if (!strncmp(top->name, "DataLoader worker", 17) && o < len)

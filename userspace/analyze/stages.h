@@ -2,8 +2,8 @@
 /* Pipeline stages and the bottleneck verdict, shared by `tracer report` and the recorder's
  * summary. Threads are grouped by name with trailing indices folded ("decode-0", "decode-1" ->
  * "decode[*]", like Scanner's replicas), within their process ("python3 pid 42" when processes
- * share a name); a saturated thread among idle namesakes is a stage of its own ("ffmpeg tid
- * 7"), never averaged with them; each stage's time is split into running, runnable
+ * share a name); a saturated thread among idle namesakes, and a thread with spans among
+ * namesakes without any, is a stage of its own ("ffmpeg tid 7"), never averaged with them; each stage's time is split into running, runnable
  * (waiting for a CPU), waiting inside queue-category spans, blocked elsewhere and idle, as
  * shares of its threads' observed time; the verdict names what bounds the pipeline. */
 #ifndef TRACER_STAGES_H
@@ -57,6 +57,10 @@ struct stage_stats {
 	uint64_t running_ns, runnable_ns, queue_wait_ns, blocked_ns, idle_ns;
 	uint64_t cat_ns[CAT_MAX];
 	bool has_states;
+	/* a thread with spans among namesakes without any (ffmpeg's caller of the decoder API
+	 * and its frame threads): those namesakes, and their running, runnable and blocked time */
+	uint32_t helpers;
+	uint64_t helper_busy_ns;
 };
 
 /* Python functions where a thread waits for another (queue.Queue.get, Condition.wait,
