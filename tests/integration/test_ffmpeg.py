@@ -95,5 +95,11 @@ def test_ffmpeg_default_threads_same_verdict(tmp):
         verdict = next(l for l in err.splitlines() if l.startswith("bottleneck:"))
         heads.append(verdict.split(" —")[0])
     assert heads == [f"bottleneck: ffmpeg tid {ff.pid}"] * 4, heads
+    # the file read back says the same
+    p = subprocess.run([lib.TRACER, "report", os.path.join(tmp, "3.json")], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    again = [l for l in p.stdout.splitlines() if l.startswith("bottleneck:")]
+    assert len(again) == 1 and again[0].startswith(heads[-1] + " — "), (again, verdict)
     ff.send_signal(signal.SIGINT)
     ff.wait(timeout=30)
