@@ -4,6 +4,7 @@
  * while a ring is empty, records still being written, discarded ones, the callback's stop, and
  * the ring size per CPU. */
 #include <linux/bpf.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "events.h"
@@ -59,6 +60,29 @@ static void put_span(struct fake *f, uint64_t start, uint64_t end)
 	put(f, &r, sizeof(r), 0);
 }
 
+/* a read that found the stack unchanged: no frames */
+static void put_py(struct fake *f, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	struct py_stack_rec r = { .type = REC_PY_STACK, .pid = pid, .tid = tid, .ts = ts,
+				  .flags = PY_SAME };
+
+	put(f, &r, offsetof(struct py_stack_rec, frames), 0);
+}
+
+static void put_task(struct fake *f, uint64_t ts)
+{
+	struct task_rec r = { .type = REC_TASK, .event = TASK_NEW, .pid = 7, .tid = 8, .ts = ts };
+
+	put(f, &r, sizeof(r), 0);
+}
+
+static void put_wakeup(struct fake *f, uint64_t ts)
+{
+	struct wakeup_rec r = { .type = REC_WAKEUP, .pid = 7, .tid = 8, .ts = ts };
+
+	put(f, &r, sizeof(r), 0);
+}
+
 struct seen {
 	uint64_t ts[32];
 	int n;
@@ -87,16 +111,20 @@ static void test_merged_in_time_order(void)
 	struct seen s = { 0 };
 
 	setup(&rs, f, 2);
-	/* CPU 0: a wake-up at 10, the waker's switch at 40; CPU 1: the woken thread's span ends
-	 * at 20 (started at 5: a span is ordered by its end, when it is submitted), its
-	 * switch at 30 */
-	put_switch(&f[0], 10, 0);
+	/* CPU 0: a wake-up at 10, the waker's switch at 40, a new thread at 50; CPU 1: a Python
+	 * read at 15 (pid and tid large: the time is not where the others keep it), the woken
+	 * thread's span ends at 20 (started at 5: a span is ordered by its end, when it is
+	 * submitted), its switch at 30 */
+	put_wakeup(&f[0], 10);
 	put_switch(&f[0], 40, 0);
+	put_task(&f[0], 50);
+	put_py(&f[1], 4000000, 4000001, 15);
 	put_span(&f[1], 5, 20);
 	put_switch(&f[1], 30, 0);
-	CHECK(rings__consume(&rs, UINT64_MAX, collect, &s) == 4);
-	CHECK(s.n == 4);
-	CHECK(s.ts[0] == 10 && s.ts[1] == 20 && s.ts[2] == 30 && s.ts[3] == 40);
+	CHECK(rings__consume(&rs, UINT64_MAX, collect, &s) == 6);
+	CHECK(s.n == 6);
+	CHECK(s.ts[0] == 10 && s.ts[1] == 15 && s.ts[2] == 20 && s.ts[3] == 30 && s.ts[4] == 40 &&
+	      s.ts[5] == 50);
 	CHECK(f[0].cons == f[0].prod && f[1].cons == f[1].prod);
 	free_rings(&rs);
 }

@@ -5,6 +5,7 @@
 
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <stddef.h>
 #include <linux/bpf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +28,25 @@ uint32_t rings__size(uint64_t total_bytes, size_t ncpu)
 uint64_t rings__record_time(const void *data, size_t size)
 {
 	const struct span_rec *s = data;
-	uint64_t ts;
 
-	if (size >= sizeof(*s) && s->type == REC_SPAN)
-		return s->end_ns; /* submitted when it ends */
-	/* the other records: the time at offset 8 (switch, wake-up, task, Python stack) */
-	if (size < 16)
+	if (size < sizeof(__u32))
 		return 0;
-	memcpy(&ts, (const char *)data + 8, sizeof(ts));
-	return ts;
+	switch (s->type) {
+	case REC_SPAN:
+		/* submitted when it ends */
+		return size >= sizeof(*s) ? s->end_ns : 0;
+	case REC_SWITCH:
+		return size >= sizeof(struct switch_rec) ? ((const struct switch_rec *)data)->ts : 0;
+	case REC_WAKEUP:
+		return size >= sizeof(struct wakeup_rec) ? ((const struct wakeup_rec *)data)->ts : 0;
+	case REC_TASK:
+		return size >= sizeof(struct task_rec) ? ((const struct task_rec *)data)->ts : 0;
+	case REC_PY_STACK:
+		return size >= offsetof(struct py_stack_rec, frames) ?
+			       ((const struct py_stack_rec *)data)->ts :
+			       0;
+	}
+	return 0; /* unknown: as soon as it is at the head of its ring */
 }
 
 static int map_ring(struct cpu_ring *r, int fd, uint32_t size)
