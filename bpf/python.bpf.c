@@ -261,6 +261,7 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	struct py_frame *top = &rec->frames[0];
 	__u64 tstate, frame, next = 0, caller, code, instr;
 	__u32 depth = 0, flags = 0;
+	void *ring;
 	__u64 size;
 	int ret;
 
@@ -331,14 +332,14 @@ submit:
 	barrier_var(size); /* bound the value the helper gets, not a copy the compiler made */
 	if (size > sizeof(*rec))
 		size = sizeof(*rec);
-	if (bpf_ringbuf_output(&events, rec, size, submit_flags())) {
+	ring = cpu_ring();
+	if (!ring || bpf_ringbuf_output(ring, rec, size, BPF_RB_NO_WAKEUP)) {
 		count(CNT_LOST_PY);
 		/* the next read must not be taken for "unchanged" */
 		th->submitted = 0;
 		return 0;
 	}
-	if (!(flags & PY_SAME))
-		count(CNT_PY_READS);
+	/* reads that changed (CNT_PY_READS): counted by the reader */
 	return 0;
 }
 

@@ -19,7 +19,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 	if (phase >= PHASE_DETACHING || (!is_target(prev_pid) && !is_target(next_pid)))
 		return 0;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	r = reserve(sizeof(*r));
 	if (!r) {
 		count(CNT_LOST_SWITCH);
 		return 0;
@@ -37,7 +37,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	r->preempt = preempt;
 	copy_comm(r->prev_comm, prev);
 	copy_comm(r->next_comm, next);
-	bpf_ringbuf_submit(r, submit_flags());
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -133,7 +133,7 @@ static __always_inline int wakeup(struct task_struct *p, __u32 kind)
 
 	if (phase >= PHASE_DETACHING || !is_target(pid))
 		return 0;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	r = reserve(sizeof(*r));
 	if (!r) {
 		count(CNT_LOST_WAKEUP);
 		return 0;
@@ -158,7 +158,7 @@ static __always_inline int wakeup(struct task_struct *p, __u32 kind)
 	r->waker_depth = st ? st->depth : 0;
 	copy_comm(r->comm, p);
 	copy_comm(r->waker_comm, waker);
-	bpf_ringbuf_submit(r, submit_flags());
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

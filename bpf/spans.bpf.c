@@ -5,7 +5,6 @@
 #include "python.bpf.h"
 
 const volatile __u64 min_dur_ns = 0;
-const volatile __u64 wakeup_bytes = 2 << 20;
 /* Launch mode: the command tracer started, stopped at its entry point to attach. */
 const volatile __u32 launch_pid = 0;
 const volatile bool filter_tgid = false;

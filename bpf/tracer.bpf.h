@@ -16,7 +16,6 @@
 
 /* Settings written by userspace before load. */
 extern const volatile __u64 min_dur_ns;
-extern const volatile __u64 wakeup_bytes;
 /* Probes attached to every process mapping an object (--follow, -a): filter by tgid here. */
 extern const volatile bool filter_tgid;
 extern const volatile bool follow;	/* children of traced processes are traced */
@@ -24,10 +23,20 @@ extern const volatile bool system_wide; /* -a: any process calling a probed func
 /* enum record_phase, written by userspace while recording. */
 extern volatile __u32 phase;
 
-struct {
+/* A ring buffer per CPU: one shared by every CPU makes each record wait on one lock and one
+ * cache line that all CPUs write. Userspace creates the rings (--buffer-size, split among the
+ * CPUs), one per CPU id, and merges them in time order (record/rings.h). */
+struct cpu_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20); /* resized by userspace (--buffer-size) */
-} events __weak SEC(".maps");
+	__uint(max_entries, 4096); /* the template only: userspace sizes the rings */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* sized to the CPUs by userspace */
+	__type(key, __u32);
+	__array(values, struct cpu_ring);
+} rings __weak SEC(".maps");
 
 /* Traced processes, by tgid: a process leaves it when it is freed (sched.bpf.c). */
 struct {
@@ -101,10 +110,27 @@ struct {
 	__type(value, __u8);
 } stop_pids __weak SEC(".maps");
 
+/* This CPU's ring. The programs run with migration disabled: the CPU stays the same until the
+ * record is submitted. */
+static __always_inline void *cpu_ring(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&rings, &cpu);
+}
+
+/* A record of size bytes in this CPU's ring, or NULL (full: the caller counts it lost). */
+static __always_inline void *reserve(__u64 size)
+{
+	void *rb = cpu_ring();
+
+	return rb ? bpf_ringbuf_reserve(rb, size, 0) : NULL;
+}
+
 static __always_inline void task_event(struct task_struct *t, struct task_struct *parent,
 				       __u32 event, const char *comm)
 {
-	struct task_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	struct task_rec *r = reserve(sizeof(*r));
 
 	if (!r) {
 		count(CNT_LOST_TASK);
@@ -122,13 +148,9 @@ static __always_inline void task_event(struct task_struct *t, struct task_struct
 	bpf_ringbuf_submit(r, 0);
 }
 
-/* Wake the reader only when the ring is filling up: a wake-up per record costs the traced
- * thread more than the whole span path (the reader polls on a timer otherwise). */
-static __always_inline __u64 submit_flags(void)
-{
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									      : BPF_RB_NO_WAKEUP;
-}
+/* Other records never wake the reader: a wake-up per record costs the traced thread more than
+ * the whole span path, and the reader polls the rings every few ms (record/recording.h:
+ * POLL_MS), which a full ring would take far longer to fill. */
 
 static __always_inline void fill_span(struct span_rec *r, const struct span_stack *st,
 				      const struct frame *f, __u32 depth, __u64 end_ns, __u32 flags)
@@ -153,7 +175,7 @@ static __always_inline void submit_frame(const struct span_stack *st, const stru
 		return;
 	}
 	if (f->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET)) {
-		struct span_capture_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+		struct span_capture_rec *r = reserve(sizeof(*r));
 
 		if (!r) {
 			count(CNT_LOST_SPAN);
@@ -161,18 +183,18 @@ static __always_inline void submit_frame(const struct span_stack *st, const stru
 		}
 		fill_span(&r->span, st, f, depth, end_ns, flags | SPAN_CAPTURE);
 		__builtin_memcpy(&r->cap, &f->cap, sizeof(r->cap));
-		bpf_ringbuf_submit(r, submit_flags());
+		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	} else {
-		struct span_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+		struct span_rec *r = reserve(sizeof(*r));
 
 		if (!r) {
 			count(CNT_LOST_SPAN);
 			return;
 		}
 		fill_span(r, st, f, depth, end_ns, flags);
-		bpf_ringbuf_submit(r, submit_flags());
+		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	}
-	count(CNT_SPANS);
+	/* spans submitted: counted by the reader (recording__handle_record) */
 }
 
 static __always_inline void emit_span(struct span_stack *st, __u32 i, __u64 end_ns, __u32 flags)

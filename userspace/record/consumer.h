@@ -36,7 +36,7 @@ struct consumer {
 	uint64_t max_bytes; /* --max-size: stop taking records once the file is this big */
 	uint64_t records;
 	uint64_t sched_gaps; /* threads switched out (or in) twice: a switch was not recorded */
-	unsigned int budget; /* records left before the loop gets a turn (ring_buffer__consume) */
+	unsigned int budget; /* records left before the loop gets a turn (rings__consume) */
 	uint64_t next_flow_id;
 	struct py_session *py; /* Python frames: NULL when off */
 	struct queue_depth queues[MAX_QUEUES];
@@ -49,9 +49,9 @@ void consumer__init(struct consumer *c, struct trace_writer *w, const struct pro
 void consumer__add_pid(struct consumer *c, int pid, const char *comm);
 /* SIGUSR1: thread states are unknown while paused; marks the trace. */
 void consumer__pause(struct consumer *c, bool paused, uint64_t ts);
-/* The ring_buffer__new() callback. Every CONSUME_BUDGET records it returns -EAGAIN, so that
- * ring_buffer__consume() returns to the event loop even when producers never let the ring
- * run empty (signals and -d must work under any load). */
+/* The rings__consume() callback. Every CONSUME_BUDGET records it returns -EAGAIN, so that
+ * rings__consume() returns to the event loop even when producers never let the rings run
+ * empty (signals and -d must work under any load). */
 #define CONSUME_BUDGET 65536
 int consumer__handle(void *ctx, void *data, size_t size);
 /* Makes a thread known with its current name and state from /proc (before recording starts). */

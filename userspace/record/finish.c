@@ -356,9 +356,8 @@ static void print_summary(struct recording *r, const uint64_t *counters)
 	bool exact = strcmp(r->path, "-") && !stat(r->path, &st) && S_ISREG(st.st_mode) &&
 		     st.st_size < SUMMARY_READ_BACK_MAX;
 
-	/* the ring buffer is drained for good: its pages go before the file is read */
-	ring_buffer__free(r->rb);
-	r->rb = NULL;
+	/* the ring buffers are drained for good: their pages go before the file is read */
+	rings__free(&r->rings);
 	if (exact && report__run(&rep, &o, err, sizeof(err))) {
 		pr_debug("reading %s back: %s", r->path, err);
 		report__free(&rep);

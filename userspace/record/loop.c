@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The event loop: the ring buffer, signals, the tick (losses, the size limit, new
+/* The event loop: the ring buffers, signals, the tick (losses, the size limit, new
  * libraries), targets exiting, SIGUSR1. */
 #include "record/recording.h"
 #include "util/util.h"
@@ -63,8 +63,8 @@ int recording__setup_loop(struct recording *r)
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev);
 	ev.data.u64 = (uint64_t)EV_TIMER;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev);
-	ev.data.u64 = (uint64_t)EV_RING;
-	epoll_ctl(r->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ev);
+	if (rings__watch(&r->rings, r->epfd, (uint64_t)EV_RING))
+		return -errno;
 	for (size_t i = 0; i < r->tracked.ntargets; i++)
 		recording__watch_pidfd(r, &r->tracked.targets[i]);
 	return 0;
@@ -81,10 +81,10 @@ void recording__start_top(struct recording *r)
 	top__draw(&r->top, r, now_ns());
 }
 
-/* Everything in the ring buffer now, past the consume budget. */
+/* Every record in the rings now, past the consume budget and the time order's lag. */
 void recording__drain(struct recording *r)
 {
-	while (ring_buffer__consume(r->rb) == -EAGAIN)
+	while (rings__consume(&r->rings, UINT64_MAX, recording__handle_record, r) == -EAGAIN)
 		;
 }
 
@@ -143,6 +143,8 @@ void recording__read_counters(struct recording *r, uint64_t *out)
 	free(vals);
 	skipped_runs(r, out);
 	out[CNT_SCHED_GAPS] = r->consumer.sched_gaps;
+	out[CNT_SPANS] = r->spans;
+	out[CNT_PY_READS] = r->py_reads;
 }
 
 /* Records the full ring buffer dropped: a counter track in the trace shows when. */
@@ -271,7 +273,8 @@ void recording__event_loop(struct recording *r)
 				target_exited(r, id);
 			}
 		}
-		ret = ring_buffer__consume(r->rb);
+		ret = rings__consume(&r->rings, now_ns() - ORDER_LAG_NS, recording__handle_record,
+				     r);
 		more = ret == -EAGAIN;
 		if (r->py.session) /* new Python threads: named while they live */
 			py_session__refresh_names(r->py.session, false);
@@ -294,7 +297,14 @@ int recording__handle_record(void *ctx, void *data, size_t size)
 {
 	struct recording *r = ctx;
 	const struct span_rec *s = data;
+	const struct py_stack_rec *py = data;
 
+	if (size >= sizeof(*s) && s->type == REC_SPAN)
+		r->spans++;
+	/* a read that found the stack unchanged carries no frames */
+	if (size >= offsetof(struct py_stack_rec, frames) && py->type == REC_PY_STACK &&
+	    !(py->flags & PY_SAME))
+		r->py_reads++;
 	if (size >= sizeof(*s) && s->type == REC_SPAN && s->probe_id < MAX_PROBES) {
 		if (s->probe_id >= r->ncalls) {
 			size_t n = s->probe_id + 64;

@@ -33,7 +33,7 @@ static void cleanup(struct recording *r)
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);
 	free(r->sched_links);
-	ring_buffer__free(r->rb);
+	rings__free(&r->rings);
 	tracer_bpf__destroy(r->skel);
 	consumer__free(&r->consumer);
 	overhead__free(&r->overhead);
@@ -137,9 +137,7 @@ static int start(struct recording *r)
 						(opts->max_size - (64 << 10)) * 16 / 17 :
 						opts->max_size / 2;
 	r->consumer.ctx = r;
-	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), recording__handle_record, r,
-				 NULL);
-	err = r->rb ? recording__setup_loop(r) : -errno;
+	err = recording__setup_loop(r);
 	if (err) {
 		pr_err("cannot set up the event loop: %s", strerror(-err));
 		return err;

@@ -9,6 +9,7 @@
 #include "record/children.h"
 #include "record/consumer.h"
 #include "record/overhead.h"
+#include "record/rings.h"
 #include "record/record.h"
 #include "record/status.h"
 #include "record/top.h"
@@ -22,7 +23,10 @@
 #include <sys/types.h>
 
 #define STOP_TIMEOUT_NS (2 * 1000000000ULL) /* a followed exec held longer is let go */
-#define POLL_MS 10 /* the reader's timer; BPF wakes it earlier when the ring fills */
+#define POLL_MS 10 /* the reader's timer: BPF wakes it only for thread life (tracer.bpf.h) */
+/* Records are handed out in time order once this much older than the pass that reads them:
+ * a program that read the clock on one CPU may submit after a newer record on another. */
+#define ORDER_LAG_NS (2 * 1000000ULL)
 
 /* epoll data of the fds that are not a target's pidfd (those carry the pid) */
 enum { EV_SIGNAL = -1, EV_TIMER = -2, EV_RING = -3, EV_KEY = -4 };
@@ -42,7 +46,7 @@ struct recording {
 	struct bpf_link **sched_links;
 	size_t nsched;
 	pid_t launched; /* launch mode: the command's pid */
-	struct ring_buffer *rb;
+	struct rings rings; /* one ring buffer per CPU */
 	struct trace_writer *writer;
 	struct consumer consumer;
 	struct overhead overhead;
@@ -52,6 +56,7 @@ struct recording {
 	uint64_t *calls_per_probe; /* spans recorded per probe id: the entry hits, by site kind */
 	size_t ncalls;
 	uint64_t returns; /* spans that ended with a return: the return hits */
+	uint64_t spans, py_reads; /* CNT_SPANS and CNT_PY_READS: counted here, not per call in BPF */
 	char path[PATH_MAX];
 	bool auto_packs;	/* no -u/-P: the packs were chosen for the targets */
 	char packs_chosen[512]; /* the packs picked at the start, ", "-separated */

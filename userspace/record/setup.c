@@ -207,7 +207,7 @@ int recording__choose_specs(struct recording *r)
 int recording__load_bpf(struct recording *r)
 {
 	struct record_opts *o = r->opts;
-	uint32_t rb_size = o->buffer_mb << 20;
+	int ncpu = libbpf_num_possible_cpus();
 	struct tracer_bpf *skel;
 	int err;
 
@@ -223,12 +223,15 @@ int recording__load_bpf(struct recording *r)
 	}
 	r->skel = skel;
 	skel->rodata->min_dur_ns = o->min_dur_ns;
-	skel->rodata->wakeup_bytes = rb_size / 4;
 	skel->rodata->launch_pid = r->launched;
 	skel->rodata->filter_tgid = o->follow || o->system_wide;
 	skel->rodata->follow = o->follow;
 	skel->rodata->system_wide = o->system_wide;
-	bpf_map__set_max_entries(skel->maps.events, rb_size);
+	if (ncpu <= 0) {
+		pr_err("cannot count the CPUs: %s", strerror(-ncpu));
+		return ncpu ? ncpu : -EINVAL;
+	}
+	bpf_map__set_max_entries(skel->maps.rings, ncpu);
 	/* probes are added while recording (libraries loaded later): room for all */
 	bpf_map__set_max_entries(skel->maps.probe_cfgs, MAX_PROBES);
 	if (r->multi) {
@@ -253,9 +256,17 @@ int recording__load_bpf(struct recording *r)
 	}
 	py_record__configure(&r->py, skel, !o->no_python && !o->no_args, o->py_hz);
 	err = tracer_bpf__load(skel);
-	if (err)
+	if (err) {
 		pr_err("cannot load the BPF programs: %s (run with -v for the verifier's log)",
 		       strerror(-err));
+		return err;
+	}
+	/* --buffer-size in all, split among the CPUs */
+	err = rings__create(&r->rings, bpf_map__fd(skel->maps.rings), ncpu,
+			    rings__size((uint64_t)o->buffer_mb << 20, ncpu));
+	if (err)
+		pr_err("cannot create the ring buffers (%d of %u KB): %s", ncpu,
+		       rings__size((uint64_t)o->buffer_mb << 20, ncpu) >> 10, strerror(-err));
 	return err;
 }
 
