@@ -242,7 +242,6 @@ int recording__load_bpf(struct recording *r)
 	if (o->no_sched) {
 		bpf_program__set_autoload(skel->progs.on_switch, false);
 		bpf_program__set_autoload(skel->progs.on_waking, false);
-		bpf_program__set_autoload(skel->progs.on_wakeup, false);
 		bpf_program__set_autoload(skel->progs.on_wakeup_new, false);
 		bpf_program__set_autoload(skel->progs.on_irq_entry, false);
 		bpf_program__set_autoload(skel->progs.on_irq_exit, false);
