@@ -182,7 +182,7 @@ static __always_inline void fill_wake(struct wake_info *w, struct task_struct *p
 	w->irq = wake_context();
 	/* an interrupt's wake-up has no span to start from: the task under it woke no one; flows
 	 * start from sched_waking only */
-	st = waking && !w->irq && is_target(waker->tgid)
+	st = waking && !w->irq && (waker->tgid == p->tgid || is_target(waker->tgid))
 		     ? bpf_task_storage_get(&stacks, waker, 0, 0)
 		     : NULL;
 	w->waker_depth = st ? st->depth : 0;
