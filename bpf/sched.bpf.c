@@ -85,12 +85,64 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	return 0;
 }
 
-/* Interrupts in progress on each CPU, hard (device handlers, hrtimer callbacks) and soft: a
- * waking inside one was not done by the task it interrupted. The kernel's preempt count would
- * say it too, but reading a per-CPU kernel variable needs CONFIG_KALLSYMS_ALL. The six programs
- * run on every interrupt, traced or not, and need no check: one per-CPU add each. Measured
- * (bpf_stats, 2-CPU VM, pipeline traced): 2,200 runs a second of the six, 0.43 ms of CPU a
- * second in all, a fifth of on_switch's 2.3 ms. */
+/* Whether a waking runs in an interrupt: the kernel's preempt count says it. It is a per-CPU
+ * variable (__preempt_count, or a field of pcpu_hot in 6.2-6.14) that a typed ksym cannot reach
+ * without CONFIG_KALLSYMS_ALL; its offset from this CPU's run queue (runqueues, reached from the
+ * current task) is in the kernel's BTF, and userspace sets it here (record/irq_ctx.c) and checks
+ * it once (check_irq_ctx). Where that is not possible, six programs keep the interrupt depth of
+ * each CPU instead (below): they run on every interrupt, traced or not (measured, 2-CPU VM,
+ * pipeline traced: 2,200 runs a second, 0.43 ms of CPU a second, a fifth of on_switch's). */
+const volatile __s64 irq_pc_delta;  /* preempt count - runqueues, in the per-CPU area (0: none) */
+const volatile __s64 irq_cpu_delta; /* cpu_number - runqueues: the check */
+volatile __u32 irq_direct;	    /* set by userspace once the check passed */
+
+#define PC_SOFTIRQ_OFFSET 0x100u
+#define PC_HARDIRQ_MASK 0x000f0000u
+#define PC_NMI_MASK 0x00f00000u
+
+struct cfs_rq___grp {
+	struct rq *rq; /* CONFIG_FAIR_GROUP_SCHED */
+} __attribute__((preserve_access_index));
+
+/* This CPU's run queue: the current task's (every task has se.cfs_rq, the idle one too). */
+static __always_inline void *this_rq(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct cfs_rq___grp *cfs = (void *)t->se.cfs_rq;
+
+	if (!bpf_core_field_exists(cfs->rq))
+		return NULL;
+	return BPF_CORE_READ(cfs, rq);
+}
+
+static __always_inline __u32 read_pcpu_u32(void *rq, __s64 delta)
+{
+	__u32 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), (char *)rq + delta);
+	return v;
+}
+
+static __always_inline __u32 context_of(__u32 pc)
+{
+	return pc & (PC_HARDIRQ_MASK | PC_NMI_MASK) ? WAKE_HARDIRQ
+	       : pc & PC_SOFTIRQ_OFFSET		     ? WAKE_SOFTIRQ
+						     : WAKE_TASK;
+}
+
+/* Run once by userspace (BPF_PROG_TEST_RUN, in a system call): the offsets must find this
+ * CPU's number, and a task context. 1: they do. */
+SEC("raw_tp")
+int check_irq_ctx(void *ctx)
+{
+	void *rq = this_rq();
+
+	if (!rq || !irq_pc_delta || !irq_cpu_delta)
+		return 0;
+	return read_pcpu_u32(rq, irq_cpu_delta) == bpf_get_smp_processor_id() &&
+	       context_of(read_pcpu_u32(rq, irq_pc_delta)) == WAKE_TASK;
+}
+
 struct irq_depth {
 	__u32 hard, soft;
 };
@@ -161,7 +213,12 @@ int BPF_PROG(on_softirq_exit)
 static __always_inline __u32 wake_context(void)
 {
 	__u32 zero = 0;
-	struct irq_depth *d = bpf_map_lookup_elem(&irq_depth, &zero);
+	struct irq_depth *d;
+	void *rq;
+
+	if (irq_direct && (rq = this_rq()))
+		return context_of(read_pcpu_u32(rq, irq_pc_delta));
+	d = bpf_map_lookup_elem(&irq_depth, &zero);
 
 	if (!d)
 		return WAKE_TASK;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Set-up of a recording: the targets, the probe packs, the BPF object, the output file. */
 #include "record/recording.h"
+#include "record/irq_ctx.h"
 #include "record/kernel_check.h"
 #include "probe/packs.h"
 #include "trace/trace_file.h"
@@ -249,12 +250,17 @@ int recording__load_bpf(struct recording *r)
 		bpf_program__set_autoload(skel->progs.on_hrtimer_exit, false);
 		bpf_program__set_autoload(skel->progs.on_softirq_entry, false);
 		bpf_program__set_autoload(skel->progs.on_softirq_exit, false);
+		bpf_program__set_autoload(skel->progs.check_irq_ctx, false);
+	} else {
+		irq_ctx__configure(skel);
 	}
 	py_record__configure(&r->py, skel, !o->no_python && !o->no_args, o->py_hz);
 	err = tracer_bpf__load(skel);
 	if (err)
 		pr_err("cannot load the BPF programs: %s (run with -v for the verifier's log)",
 		       strerror(-err));
+	else if (!o->no_sched)
+		irq_ctx__choose(skel);
 	return err;
 }
 
