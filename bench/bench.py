@@ -846,7 +846,9 @@ def bench_sched():
             all_runs[label].append(sched_run(path, pairs, rate, seconds))
     for label, _ in tracers:
         runs = all_runs[label]
-        names = sorted({n for progs, _, _ in runs for n in progs},
+        # loaded but never run: not attached (the interrupt programs where the preempt count
+        # is read)
+        names = sorted({n for progs, _, _ in runs for n, (_, cnt) in progs.items() if cnt},
                        key=lambda n: SCHED_PROGS.index(n))
         per = []
         for n in names:

@@ -147,9 +147,11 @@ struct switch_rec {
 	char next_comm[COMM_LEN];
 };
 
+/* A wakeup_rec comes alone for a waking that ends no switch out (the thread was still queued)
+ * and for a new thread's first wake-up; other wakings come with the switch in (wake_info). */
 enum wakeup_kind {
 	WAKEUP_WAKING,
-	WAKEUP_WAKEUP,
+	WAKEUP_WAKEUP, /* not sent (sched_wakeup is not traced): its line is written from the waking */
 	WAKEUP_NEW,
 };
 

@@ -323,7 +323,7 @@ def our_bpf_programs():
     p = subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True, text=True)
     progs = json.loads(p.stdout or "[]")
     mine = {"span_enter", "span_exit", "on_switch", "on_waking", "on_wakeup", "on_wakeup_ne",
-            "on_wakeup_new", "on_fork", "on_exit", "on_rename", "on_exec"}
+            "on_wakeup_new", "on_fork", "on_exit", "on_rename", "on_exec", "check_irq_ctx"}
     return [pr["name"] for pr in progs if pr.get("name") in mine]
 
 
