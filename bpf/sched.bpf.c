@@ -100,19 +100,26 @@ volatile __u32 irq_direct;	    /* set by userspace once the check passed */
 #define PC_HARDIRQ_MASK 0x000f0000u
 #define PC_NMI_MASK 0x00f00000u
 
+/* Fields of CONFIG_FAIR_GROUP_SCHED: without it, no run queue to start from. */
 struct cfs_rq___grp {
-	struct rq *rq; /* CONFIG_FAIR_GROUP_SCHED */
+	struct rq *rq;
 } __attribute__((preserve_access_index));
 
-/* This CPU's run queue: the current task's (every task has se.cfs_rq, the idle one too). */
-static __always_inline void *this_rq(void)
-{
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct cfs_rq___grp *cfs = (void *)t->se.cfs_rq;
+struct sched_entity___grp {
+	struct cfs_rq___grp *cfs_rq;
+} __attribute__((preserve_access_index));
 
-	if (!bpf_core_field_exists(cfs->rq))
+struct task_struct___grp {
+	struct sched_entity___grp se;
+} __attribute__((preserve_access_index));
+
+/* This CPU's run queue: the current task's (every task has se.cfs_rq, the idle one too). Read
+ * with probes, so that check_irq_ctx (a raw_tp program) loads on the oldest kernels too. */
+static __always_inline void *this_rq(struct task_struct___grp *t)
+{
+	if (!bpf_core_field_exists(t->se.cfs_rq) || !bpf_core_field_exists(struct cfs_rq___grp, rq))
 		return NULL;
-	return BPF_CORE_READ(cfs, rq);
+	return BPF_CORE_READ(t, se.cfs_rq, rq);
 }
 
 static __always_inline __u32 read_pcpu_u32(void *rq, __s64 delta)
@@ -135,7 +142,7 @@ static __always_inline __u32 context_of(__u32 pc)
 SEC("raw_tp")
 int check_irq_ctx(void *ctx)
 {
-	void *rq = this_rq();
+	void *rq = this_rq((void *)bpf_get_current_task());
 
 	if (!rq || !irq_pc_delta || !irq_cpu_delta)
 		return 0;
@@ -216,7 +223,7 @@ static __always_inline __u32 wake_context(void)
 	struct irq_depth *d;
 	void *rq;
 
-	if (irq_direct && (rq = this_rq()))
+	if (irq_direct && (rq = this_rq((void *)bpf_get_current_task_btf())))
 		return context_of(read_pcpu_u32(rq, irq_pc_delta));
 	d = bpf_map_lookup_elem(&irq_depth, &zero);
 
