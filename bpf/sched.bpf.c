@@ -47,10 +47,12 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	bool next_traced = is_target(next->tgid);
+	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
+	/* the idle task (0) is never traced: half the switches of a thread that sleeps */
+	bool next_traced = next_pid && is_target(next_pid);
 	struct wake_pending *w = NULL;
 
-	if (phase >= PHASE_DETACHING || (!next_traced && !is_target(prev->tgid)))
+	if (phase >= PHASE_DETACHING || (!next_traced && !(prev_pid && is_target(prev_pid))))
 		return 0;
 	if (next_traced)
 		w = bpf_task_storage_get(&wakes, next, 0, 0);
@@ -217,14 +219,30 @@ int BPF_PROG(on_softirq_exit)
 	return 0;
 }
 
+/* Where this CPU's preempt count is, found at the CPU's first waking: one read after that. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} pc_addr SEC(".maps");
+
 static __always_inline __u32 wake_context(void)
 {
-	__u32 zero = 0;
+	__u32 zero = 0, pc = 0;
 	struct irq_depth *d;
+	__u64 *a;
 	void *rq;
 
-	if (irq_direct && (rq = this_rq((void *)bpf_get_current_task_btf())))
-		return context_of(read_pcpu_u32(rq, irq_pc_delta));
+	if (irq_direct && (a = bpf_map_lookup_elem(&pc_addr, &zero))) {
+		/* sched_waking runs with preemption off: nothing else writes this CPU's value */
+		if (!*a && (rq = this_rq((void *)bpf_get_current_task_btf())))
+			*a = (__u64)rq + irq_pc_delta;
+		if (*a) {
+			bpf_probe_read_kernel(&pc, sizeof(pc), (void *)*a);
+			return context_of(pc);
+		}
+	}
 	d = bpf_map_lookup_elem(&irq_depth, &zero);
 
 	if (!d)
