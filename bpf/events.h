@@ -23,6 +23,7 @@ enum rec_type {
 	REC_WAKEUP,
 	REC_TASK,
 	REC_PY_STACK,
+	REC_SWITCH_WAKE, /* a switch_wake_rec */
 	REC_TYPE_MAX,
 };
 
@@ -146,9 +147,11 @@ struct switch_rec {
 	char next_comm[COMM_LEN];
 };
 
+/* A wakeup_rec comes alone for a waking that ends no switch out (the thread was still queued)
+ * and for a new thread's first wake-up; other wakings come with the switch in (wake_info). */
 enum wakeup_kind {
 	WAKEUP_WAKING,
-	WAKEUP_WAKEUP,
+	WAKEUP_WAKEUP, /* not sent (sched_wakeup is not traced): its line is written from the waking */
 	WAKEUP_NEW,
 };
 
@@ -168,6 +171,25 @@ struct wakeup_rec {
 	__u32 _pad;
 	char comm[COMM_LEN];
 	char waker_comm[COMM_LEN];
+};
+
+/* What sched_waking told of a thread, kept in its task storage until it is switched in, where
+ * it comes with the switch (struct switch_wake_rec): one record per wake-up and switch instead of
+ * three. The woken thread's ids, priority and name are the switch's next_*. */
+struct wake_info {
+	__u64 ts;
+	__u32 cpu;	  /* where the waker runs */
+	__u32 target_cpu; /* the woken thread's CPU when woken */
+	__u32 waker_pid;
+	__u32 waker_tid;
+	__u32 waker_depth; /* as in wakeup_rec */
+	__u32 irq;	   /* enum wake_context */
+	char waker_comm[COMM_LEN];
+};
+
+struct switch_wake_rec {
+	struct switch_rec sw; /* type REC_SWITCH_WAKE */
+	struct wake_info wake; /* the waking of sw.next_tid */
 };
 
 /* Where a waking ran: a timer or an I/O completion wakes from an interrupt, on top of whatever
@@ -335,6 +357,7 @@ _Static_assert(sizeof(struct probe_cfg) == 20, "probe_cfg layout");
 _Static_assert(sizeof(struct usdt_cfg) == 24 * MAX_ARGS, "usdt_cfg layout");
 _Static_assert(sizeof(struct switch_rec) == 80, "switch_rec layout");
 _Static_assert(sizeof(struct wakeup_rec) == 88, "wakeup_rec layout");
+_Static_assert(sizeof(struct switch_wake_rec) == 80 + 48, "switch_wake_rec layout");
 _Static_assert(sizeof(struct task_rec) == 48, "task_rec layout");
 #endif
 

@@ -10,43 +10,148 @@ static __always_inline void copy_comm(char *dst, const struct task_struct *t)
 	__builtin_memcpy(dst, t->comm, COMM_LEN);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
-{
-	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
-	struct switch_rec *r;
+/* A traced thread's waking, until its switch in (struct wake_info). nsw: its switches out when
+ * woken; a switch in that finds another count comes after a switch out this waking did not
+ * end (one missed while paused): the waking is stale and dropped. */
+struct wake_pending {
+	struct wake_info w;
+	__u64 nsw;
+};
 
-	if (phase >= PHASE_DETACHING || (!is_target(prev_pid) && !is_target(next_pid)))
-		return 0;
-	r = reserve(sizeof(*r));
-	if (!r) {
-		count(CNT_LOST_SWITCH);
-		return 0;
-	}
-	r->type = REC_SWITCH;
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct wake_pending);
+} wakes SEC(".maps");
+
+static __always_inline void fill_switch(struct switch_rec *r, bool preempt,
+					struct task_struct *prev, struct task_struct *next,
+					unsigned int prev_state)
+{
 	r->cpu = bpf_get_smp_processor_id();
 	r->ts = bpf_ktime_get_ns();
-	r->prev_pid = prev_pid;
+	r->prev_pid = prev->tgid;
 	r->prev_tid = prev->pid;
 	r->prev_prio = prev->prio;
 	r->prev_state = prev_state;
-	r->next_pid = next_pid;
+	r->next_pid = next->tgid;
 	r->next_tid = next->pid;
 	r->next_prio = next->prio;
 	r->preempt = preempt;
 	copy_comm(r->prev_comm, prev);
 	copy_comm(r->next_comm, next);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
+	/* the idle task (0) is never traced: half the switches of a thread that sleeps */
+	bool next_traced = next_pid && is_target(next_pid);
+	struct wake_pending *w = NULL;
+
+	if (phase >= PHASE_DETACHING || (!next_traced && !(prev_pid && is_target(prev_pid))))
+		return 0;
+	if (next_traced)
+		w = bpf_task_storage_get(&wakes, next, 0, 0);
+	if (w && w->w.ts) {
+		__u64 ts = w->w.ts;
+
+		w->w.ts = 0; /* used once */
+		if (w->nsw == next->nvcsw + next->nivcsw) {
+			struct switch_wake_rec *r = reserve(sizeof(*r));
+
+			if (!r) {
+				count(CNT_LOST_SWITCH);
+				return 0;
+			}
+			r->sw.type = REC_SWITCH_WAKE;
+			fill_switch(&r->sw, preempt, prev, next, prev_state);
+			__builtin_memcpy(&r->wake, &w->w, sizeof(r->wake));
+			r->wake.ts = ts;
+			bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+			return 0;
+		}
+	}
+	struct switch_rec *r = reserve(sizeof(*r));
+
+	if (!r) {
+		count(CNT_LOST_SWITCH);
+		return 0;
+	}
+	r->type = REC_SWITCH;
+	fill_switch(r, preempt, prev, next, prev_state);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
-/* Interrupts in progress on each CPU, hard (device handlers, hrtimer callbacks) and soft: a
- * waking inside one was not done by the task it interrupted. The kernel's preempt count would
- * say it too, but reading a per-CPU kernel variable needs CONFIG_KALLSYMS_ALL. The six programs
- * run on every interrupt, traced or not, and need no check: one per-CPU add each. Measured
- * (bpf_stats, 2-CPU VM, pipeline traced): 2,200 runs a second of the six, 0.43 ms of CPU a
- * second in all, a fifth of on_switch's 2.3 ms. */
+/* Whether a waking runs in an interrupt: the kernel's preempt count says it. It is a per-CPU
+ * variable (__preempt_count, or a field of pcpu_hot in 6.2-6.14) that a typed ksym cannot reach
+ * without CONFIG_KALLSYMS_ALL; its offset from this CPU's run queue (runqueues, reached from the
+ * current task) is in the kernel's BTF, and userspace sets it here (record/irq_ctx.c) and checks
+ * it once (check_irq_ctx). Where that is not possible, six programs keep the interrupt depth of
+ * each CPU instead (below): they run on every interrupt, traced or not (measured, 2-CPU VM,
+ * pipeline traced: 2,200 runs a second, 0.43 ms of CPU a second, a fifth of on_switch's). */
+const volatile __s64 irq_pc_delta;  /* preempt count - runqueues, in the per-CPU area (0: none) */
+const volatile __s64 irq_cpu_delta; /* cpu_number - runqueues: the check */
+volatile __u32 irq_direct;	    /* set by userspace once the check passed */
+
+#define PC_SOFTIRQ_OFFSET 0x100u
+#define PC_HARDIRQ_MASK 0x000f0000u
+#define PC_NMI_MASK 0x00f00000u
+
+/* Fields of CONFIG_FAIR_GROUP_SCHED: without it, no run queue to start from. */
+struct cfs_rq___grp {
+	struct rq *rq;
+} __attribute__((preserve_access_index));
+
+struct sched_entity___grp {
+	struct cfs_rq___grp *cfs_rq;
+} __attribute__((preserve_access_index));
+
+struct task_struct___grp {
+	struct sched_entity___grp se;
+} __attribute__((preserve_access_index));
+
+/* This CPU's run queue: the current task's (every task has se.cfs_rq, the idle one too). Read
+ * with probes, so that check_irq_ctx (a raw_tp program) loads on the oldest kernels too. */
+static __always_inline void *this_rq(struct task_struct___grp *t)
+{
+	if (!bpf_core_field_exists(t->se.cfs_rq) || !bpf_core_field_exists(struct cfs_rq___grp, rq))
+		return NULL;
+	return BPF_CORE_READ(t, se.cfs_rq, rq);
+}
+
+static __always_inline __u32 read_pcpu_u32(void *rq, __s64 delta)
+{
+	__u32 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), (char *)rq + delta);
+	return v;
+}
+
+static __always_inline __u32 context_of(__u32 pc)
+{
+	return pc & (PC_HARDIRQ_MASK | PC_NMI_MASK) ? WAKE_HARDIRQ
+	       : pc & PC_SOFTIRQ_OFFSET		     ? WAKE_SOFTIRQ
+						     : WAKE_TASK;
+}
+
+/* Run once by userspace (BPF_PROG_TEST_RUN, in a system call): the offsets must find this
+ * CPU's number, and a task context. 1: they do. */
+SEC("raw_tp")
+int check_irq_ctx(void *ctx)
+{
+	void *rq = this_rq((void *)bpf_get_current_task());
+
+	if (!rq || !irq_pc_delta || !irq_cpu_delta)
+		return 0;
+	return read_pcpu_u32(rq, irq_cpu_delta) == bpf_get_smp_processor_id() &&
+	       context_of(read_pcpu_u32(rq, irq_pc_delta)) == WAKE_TASK;
+}
+
 struct irq_depth {
 	__u32 hard, soft;
 };
@@ -114,25 +219,64 @@ int BPF_PROG(on_softirq_exit)
 	return 0;
 }
 
+/* Where this CPU's preempt count is, found at the CPU's first waking: one read after that. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} pc_addr SEC(".maps");
+
 static __always_inline __u32 wake_context(void)
 {
-	__u32 zero = 0;
-	struct irq_depth *d = bpf_map_lookup_elem(&irq_depth, &zero);
+	__u32 zero = 0, pc = 0;
+	struct irq_depth *d;
+	__u64 *a;
+	void *rq;
+
+	if (irq_direct && (a = bpf_map_lookup_elem(&pc_addr, &zero))) {
+		/* sched_waking runs with preemption off: nothing else writes this CPU's value */
+		if (!*a && (rq = this_rq((void *)bpf_get_current_task_btf())))
+			*a = (__u64)rq + irq_pc_delta;
+		if (*a) {
+			bpf_probe_read_kernel(&pc, sizeof(pc), (void *)*a);
+			return context_of(pc);
+		}
+	}
+	d = bpf_map_lookup_elem(&irq_depth, &zero);
 
 	if (!d)
 		return WAKE_TASK;
 	return d->hard ? WAKE_HARDIRQ : d->soft ? WAKE_SOFTIRQ : WAKE_TASK;
 }
 
-static __always_inline int wakeup(struct task_struct *p, __u32 kind)
+/* What a waking of p tells: who woke it, from where. */
+static __always_inline void fill_wake(struct wake_info *w, struct task_struct *p, bool waking)
 {
 	struct task_struct *waker = bpf_get_current_task_btf();
-	__u32 pid = p->tgid;
 	struct span_stack *st;
+
+	w->ts = bpf_ktime_get_ns();
+	w->target_cpu = p->wake_cpu;
+	w->cpu = bpf_get_smp_processor_id();
+	w->waker_pid = waker->tgid;
+	w->waker_tid = waker->pid;
+	w->irq = wake_context();
+	/* an interrupt's wake-up has no span to start from: the task under it woke no one; flows
+	 * start from sched_waking only */
+	st = waking && !w->irq && (waker->tgid == p->tgid || is_target(waker->tgid))
+		     ? bpf_task_storage_get(&stacks, waker, 0, 0)
+		     : NULL;
+	w->waker_depth = st ? st->depth : 0;
+	copy_comm(w->waker_comm, waker);
+}
+
+static __always_inline int wakeup(struct task_struct *p, __u32 kind)
+{
+	struct wake_info w;
 	struct wakeup_rec *r;
 
-	if (phase >= PHASE_DETACHING || !is_target(pid))
-		return 0;
+	fill_wake(&w, p, kind == WAKEUP_WAKING);
 	r = reserve(sizeof(*r));
 	if (!r) {
 		count(CNT_LOST_WAKEUP);
@@ -140,43 +284,67 @@ static __always_inline int wakeup(struct task_struct *p, __u32 kind)
 	}
 	r->type = REC_WAKEUP;
 	r->kind = kind;
-	r->ts = bpf_ktime_get_ns();
-	r->pid = pid;
+	r->ts = w.ts;
+	r->pid = p->tgid;
 	r->tid = p->pid;
 	r->prio = p->prio;
-	r->target_cpu = p->wake_cpu;
-	r->cpu = bpf_get_smp_processor_id();
-	r->waker_pid = waker->tgid;
-	r->waker_tid = waker->pid;
-	r->irq = wake_context();
+	r->target_cpu = w.target_cpu;
+	r->cpu = w.cpu;
+	r->waker_pid = w.waker_pid;
+	r->waker_tid = w.waker_tid;
+	r->irq = w.irq;
 	r->_pad = 0;
-	/* an interrupt's wake-up has no span to start from: the task under it woke no one; flows
-	 * start from sched_waking only */
-	st = kind == WAKEUP_WAKING && !r->irq && is_target(waker->tgid)
-		     ? bpf_task_storage_get(&stacks, waker, 0, 0)
-		     : NULL;
-	r->waker_depth = st ? st->depth : 0;
+	r->waker_depth = w.waker_depth;
 	copy_comm(r->comm, p);
-	copy_comm(r->waker_comm, waker);
+	__builtin_memcpy(r->waker_comm, w.waker_comm, COMM_LEN);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
+/* sched_entity.sched_delayed (6.12+): a thread that blocked but stays queued until picked */
+struct sched_entity___delayed {
+	unsigned char sched_delayed;
+} __attribute__((preserve_access_index));
+
+/* Whether a switch in of p follows its waking: it is off the run queue, or on it only as a
+ * delayed dequeue. Otherwise it is still queued (running, or preempted before it could sleep):
+ * the waking ends no switch out and is sent now. A race with its dequeue on another CPU only
+ * sends now one that could have waited. */
+static __always_inline bool switch_in_follows(struct task_struct *p)
+{
+	struct sched_entity___delayed *se = (void *)&p->se;
+
+	if (!p->on_rq)
+		return true;
+	return bpf_core_field_exists(se->sched_delayed) && BPF_CORE_READ(se, sched_delayed);
+}
+
+/* The waking is kept for the switch in (one record for both); the wake-up that follows it
+ * (sched_wakeup) says nothing more, and is not traced: userspace writes its line from this. */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_waking, struct task_struct *p)
 {
-	return wakeup(p, WAKEUP_WAKING);
-}
+	struct wake_pending *w;
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_wakeup, struct task_struct *p)
-{
-	return wakeup(p, WAKEUP_WAKEUP);
+	if (phase >= PHASE_DETACHING || !is_target(p->tgid))
+		return 0;
+	if (switch_in_follows(p)) {
+		w = bpf_task_storage_get(&wakes, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (w) {
+			fill_wake(&w->w, p, true);
+			w->nsw = p->nvcsw + p->nivcsw;
+			return 0;
+		}
+		count(CNT_NO_STORAGE);
+	}
+	return wakeup(p, WAKEUP_WAKING);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(on_wakeup_new, struct task_struct *p)
 {
+	if (phase >= PHASE_DETACHING || !is_target(p->tgid))
+		return 0;
 	return wakeup(p, WAKEUP_NEW);
 }
 

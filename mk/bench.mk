@@ -6,7 +6,7 @@
 .PHONY: bench bench-tools
 
 BENCH_OUT := $(OUTPUT)/bench
-BENCH_TOOLS := $(BENCH_OUT)/loop $(BENCH_OUT)/floor $(BENCH_OUT)/writer_bench
+BENCH_TOOLS := $(BENCH_OUT)/loop $(BENCH_OUT)/floor $(BENCH_OUT)/writer_bench $(BENCH_OUT)/switcher
 
 $(BENCH_OUT):
 	$(Q)mkdir -p $@
@@ -16,6 +16,11 @@ $(BENCH_OUT):
 $(BENCH_OUT)/loop: bench/loop.c | $(BENCH_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -Wall -Wextra -pthread $< -o $@
+
+# Row 10's scheduler target: threads only, no tracer code.
+$(BENCH_OUT)/switcher: bench/switcher.c | $(BENCH_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -Wall -Wextra -pthread $< -o $@
 
 $(BENCH_OUT)/%: bench/%.c $(LIB_OBJS) | $(BENCH_OUT)
 	$(call msg,CC,$@)

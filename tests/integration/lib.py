@@ -278,11 +278,14 @@ def check_sched_text(sched, trace):
         if duration_us and not -1 <= t_us <= duration_us + 1:
             bad.append(f"scheduler line outside the recording (0..{duration_us:.0f}us): {line}")
             break
-        # each CPU's lines in time order: both importers build a CPU's track from them in turn
-        if t_us < last_on_cpu.get(cpu, t_us):
-            bad.append(f"scheduler line goes back in time on CPU {cpu}: {line}")
-            break
-        last_on_cpu[cpu] = t_us
+        # each CPU's switches in time order: catapult builds a CPU's track from them in turn.
+        # Wake-ups may come late (with the woken thread's switch in): catapult sorts each
+        # thread's wake-ups by time, Perfetto sorts all of a JSON trace's events.
+        if event == "sched_switch":
+            if t_us < last_on_cpu.get(cpu, t_us):
+                bad.append(f"scheduler line goes back in time on CPU {cpu}: {line}")
+                break
+            last_on_cpu[cpu] = t_us
     return bad
 
 
@@ -320,7 +323,7 @@ def our_bpf_programs():
     p = subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True, text=True)
     progs = json.loads(p.stdout or "[]")
     mine = {"span_enter", "span_exit", "on_switch", "on_waking", "on_wakeup", "on_wakeup_ne",
-            "on_wakeup_new", "on_fork", "on_exit", "on_rename", "on_exec"}
+            "on_wakeup_new", "on_fork", "on_exit", "on_rename", "on_exec", "check_irq_ctx"}
     return [pr["name"] for pr in progs if pr.get("name") in mine]
 
 

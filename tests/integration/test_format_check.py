@@ -61,11 +61,12 @@ def test_scheduler_text_rules_catch_mistakes(tmp):
     # a time past the end of the recording: not on the clock of ts
     bad = re.sub(r" (\d+)\.(\d{9}): ", " 999.000000000: ", lines[sw], 1)
     fails(lines[:sw] + [bad] + lines[sw + 1:], "outside the recording")
-    # two lines of one CPU out of order
+    # two switches of one CPU out of order
     cpu = re.search(r"\[(\d{3})\]", lines[sw]).group(1)
     stamp = lambda l: re.search(r" (\d+\.\d{9}): ", l).group(1)
     later = next(i for i in range(sw + 1, len(lines))
-                 if f"[{cpu}]" in lines[i] and stamp(lines[i]) != stamp(lines[sw]))
+                 if f"[{cpu}]" in lines[i] and ": sched_switch: " in lines[i] and
+                 stamp(lines[i]) != stamp(lines[sw]))
     swapped = list(lines)
     swapped[sw] = lines[sw].replace(stamp(lines[sw]), stamp(lines[later]))
     swapped[later] = lines[later].replace(stamp(lines[later]), stamp(lines[sw]))

@@ -351,6 +351,32 @@ def test_states_match_reference(tmp):
     check_states(gen, keeps=(None, "3", "200", "3000"))
 
 
+@lib.offline
+def test_unknown_stretch_in_a_queue_span_is_no_wait(tmp):
+    """A thread switched out twice (the switch in between, and the waking it carried, not
+    recorded): the stretch between is unknown, and a queue span over it waited for nothing
+    known, whether the report keeps that span whole or looks it up in the thread's history."""
+    sched = "".join(
+        f"          writer-11      (     10) [000] d..2 0.{ms:03d}000000: sched_switch: "
+        f"prev_comm=writer prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=swapper/0 "
+        f"next_pid=0 next_prio=120\n" for ms in (9, 13))
+    path = os.path.join(tmp, "unknown.json")
+    with open(path, "w") as f:
+        f.write('{"traceEvents":[\n'
+                '{"ph":"M","name":"thread_name","pid":10,"tid":11,"args":{"name":"writer"}},\n'
+                '{"ph":"X","name":"Wait A","cat":"queue","ts":0.000,"dur":5000.000,'
+                '"pid":10,"tid":11},\n'
+                '{"ph":"X","name":"Wait B","cat":"queue","ts":10000.000,"dur":2000.000,'
+                '"pid":10,"tid":11},\n'
+                '{"ph":"i","s":"g","name":"recording stopped","pid":0,"tid":0,"ts":20000.000}'
+                '\n],\n"systemTraceEvents":' + json.dumps("# tracer: nop\n" + sched) +
+                ',\n"metadata":{"duration_ns":20000000}}\n')
+    want = exact_states(path)[11]
+    assert want["queue_wait_ns"] == 0 and want["idle_ns"] == 7000000, want
+    # 1: Wait A kept whole, Wait B through the history
+    check_states(path, keeps=(None, "1"))
+
+
 def test_report_truncated_and_errors(tmp):
     path, _ = record(tmp, "t.json", "--frames", "40")
     _, text = load_trace(path)

@@ -83,6 +83,15 @@ static void put_wakeup(struct fake *f, uint64_t ts)
 	put(f, &r, sizeof(r), 0);
 }
 
+/* a switch in carrying its waking (older): ordered by the switch */
+static void put_switch_wake(struct fake *f, uint64_t ts, uint64_t woken)
+{
+	struct switch_wake_rec r = { .sw = { .type = REC_SWITCH_WAKE, .ts = ts },
+				     .wake = { .ts = woken } };
+
+	put(f, &r, sizeof(r), 0);
+}
+
 struct seen {
 	uint64_t ts[32];
 	int n;
@@ -121,10 +130,11 @@ static void test_merged_in_time_order(void)
 	put_py(&f[1], 4000000, 4000001, 15);
 	put_span(&f[1], 5, 20);
 	put_switch(&f[1], 30, 0);
-	CHECK(rings__consume(&rs, UINT64_MAX, collect, &s) == 6);
-	CHECK(s.n == 6);
+	put_switch_wake(&f[1], 45, 12);
+	CHECK(rings__consume(&rs, UINT64_MAX, collect, &s) == 7);
+	CHECK(s.n == 7);
 	CHECK(s.ts[0] == 10 && s.ts[1] == 15 && s.ts[2] == 20 && s.ts[3] == 30 && s.ts[4] == 40 &&
-	      s.ts[5] == 50);
+	      s.ts[5] == 45 && s.ts[6] == 50);
 	CHECK(f[0].cons == f[0].prod && f[1].cons == f[1].prod);
 	free_rings(&rs);
 }

@@ -206,6 +206,31 @@ static enum rstate from_prev_state(const char *st)
 	}
 }
 
+/* The stretch since the thread's last state change turns out unknown: its history entry says
+ * it too, and the queue pieces not yet counted are looked up again, or one over that stretch
+ * counted it as a wait. (A piece counted already stays as it was: the report is exact when the
+ * line that tells comes before the span's end, in the file or within its disorder.) */
+static void state_unknown(struct ctx *c, struct rthread *t)
+{
+	struct pieces *p = &t->pend[CAT_QUEUE];
+
+	t->state = RS_UNKNOWN;
+	if (!t->hn || t->h[t->hh + t->hn - 1].t != t->since)
+		return;
+	t->h[t->hh + t->hn - 1].state = RS_UNKNOWN;
+	for (size_t i = 0; i < p->n; i++) {
+		struct piece *x = &p->v[p->head + i];
+		uint64_t s1, d1, s2, d2;
+
+		if (x->e <= t->since)
+			continue;
+		hist_at(c->r, t, x->s, &s1, &d1);
+		hist_at(c->r, t, x->e, &s2, &d2);
+		x->qs = s2 - s1;
+		x->qd = d2 - d1;
+	}
+}
+
 static void p2_sched(struct ctx *c, const struct ftrace_line *l)
 {
 	struct rthread *t;
@@ -217,14 +242,14 @@ static void p2_sched(struct ctx *c, const struct ftrace_line *l)
 		t = l->prev_tid > 0 ? thread_find(c, l->prev_tid) : NULL;
 		if (t && t->known) {
 			if (t->switch_seen && t->state != RS_RUNNING)
-				t->state = RS_UNKNOWN;
+				state_unknown(c, t);
 			t->switch_seen = true;
 			set_state(t, from_prev_state(l->prev_state), l->ts_ns);
 		}
 		t = l->next_tid > 0 ? thread_find(c, l->next_tid) : NULL;
 		if (t && t->known) {
 			if (t->switch_seen && t->state == RS_RUNNING)
-				t->state = RS_UNKNOWN;
+				state_unknown(c, t);
 			t->switch_seen = true;
 			set_state(t, RS_RUNNING, l->ts_ns);
 		}

@@ -224,7 +224,8 @@ static void on_switch(struct consumer *c, const struct switch_rec *r)
 	trace_writer__switch(c->writer, r);
 }
 
-static void on_wakeup(struct consumer *c, const struct wakeup_rec *r)
+/* target_cpu: where its wake-up put it (the sched_wakeup line) */
+static void on_wakeup(struct consumer *c, const struct wakeup_rec *r, uint32_t target_cpu)
 {
 	struct thread *t;
 
@@ -242,6 +243,41 @@ static void on_wakeup(struct consumer *c, const struct wakeup_rec *r)
 		t->flow_tid = r->waker_tid;
 	}
 	trace_writer__wakeup(c->writer, r);
+	/* sched_wakeup is not traced (it says nothing sched_waking did not): its line, which
+	 * catapult reads, is written from the waking */
+	if (r->kind == WAKEUP_WAKING) {
+		struct wakeup_rec up = *r;
+
+		up.kind = WAKEUP_WAKEUP;
+		up.target_cpu = target_cpu;
+		trace_writer__wakeup(c->writer, &up);
+	}
+}
+
+/* A switch in that brings the waking of the thread it runs: the waking first (its time is
+ * earlier), as if it had come alone, then the switch. */
+static void on_switch_wake(struct consumer *c, const struct switch_wake_rec *r)
+{
+	const struct wake_info *w = &r->wake;
+	struct wakeup_rec wr = {
+		.type = REC_WAKEUP,
+		.kind = WAKEUP_WAKING,
+		.ts = w->ts,
+		.pid = r->sw.next_pid,
+		.tid = r->sw.next_tid,
+		.prio = r->sw.next_prio,
+		.target_cpu = w->target_cpu,
+		.cpu = w->cpu,
+		.waker_pid = w->waker_pid,
+		.waker_tid = w->waker_tid,
+		.waker_depth = w->waker_depth,
+		.irq = w->irq,
+	};
+
+	memcpy(wr.comm, r->sw.next_comm, COMM_LEN);
+	memcpy(wr.waker_comm, w->waker_comm, COMM_LEN);
+	on_wakeup(c, &wr, r->sw.cpu);
+	on_switch(c, &r->sw);
 }
 
 static void on_task(struct consumer *c, const struct task_rec *r)
@@ -373,7 +409,11 @@ int consumer__handle(void *ctx, void *data, size_t size)
 		break;
 	case REC_WAKEUP:
 		if (size >= sizeof(struct wakeup_rec))
-			on_wakeup(c, data);
+			on_wakeup(c, data, ((const struct wakeup_rec *)data)->target_cpu);
+		break;
+	case REC_SWITCH_WAKE:
+		if (size >= sizeof(struct switch_wake_rec))
+			on_switch_wake(c, data);
 		break;
 	case REC_TASK:
 		if (size >= sizeof(struct task_rec))

@@ -37,6 +37,11 @@ uint64_t rings__record_time(const void *data, size_t size)
 		return size >= sizeof(*s) ? s->end_ns : 0;
 	case REC_SWITCH:
 		return size >= sizeof(struct switch_rec) ? ((const struct switch_rec *)data)->ts : 0;
+	case REC_SWITCH_WAKE:
+		/* the waking it carries is older: its line may follow later lines (trace-format.md) */
+		return size >= sizeof(struct switch_wake_rec) ?
+			       ((const struct switch_wake_rec *)data)->sw.ts :
+			       0;
 	case REC_WAKEUP:
 		return size >= sizeof(struct wakeup_rec) ? ((const struct wakeup_rec *)data)->ts : 0;
 	case REC_TASK:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Set-up of a recording: the targets, the probe packs, the BPF object, the output file. */
 #include "record/recording.h"
+#include "record/irq_ctx.h"
 #include "record/kernel_check.h"
 #include "probe/packs.h"
 #include "trace/trace_file.h"
@@ -245,7 +246,6 @@ int recording__load_bpf(struct recording *r)
 	if (o->no_sched) {
 		bpf_program__set_autoload(skel->progs.on_switch, false);
 		bpf_program__set_autoload(skel->progs.on_waking, false);
-		bpf_program__set_autoload(skel->progs.on_wakeup, false);
 		bpf_program__set_autoload(skel->progs.on_wakeup_new, false);
 		bpf_program__set_autoload(skel->progs.on_irq_entry, false);
 		bpf_program__set_autoload(skel->progs.on_irq_exit, false);
@@ -253,6 +253,9 @@ int recording__load_bpf(struct recording *r)
 		bpf_program__set_autoload(skel->progs.on_hrtimer_exit, false);
 		bpf_program__set_autoload(skel->progs.on_softirq_entry, false);
 		bpf_program__set_autoload(skel->progs.on_softirq_exit, false);
+		bpf_program__set_autoload(skel->progs.check_irq_ctx, false);
+	} else {
+		irq_ctx__configure(skel);
 	}
 	py_record__configure(&r->py, skel, !o->no_python && !o->no_args, o->py_hz);
 	err = tracer_bpf__load(skel);
@@ -267,6 +270,8 @@ int recording__load_bpf(struct recording *r)
 	if (err)
 		pr_err("cannot create the ring buffers (%d of %u KB): %s", ncpu,
 		       rings__size((uint64_t)o->buffer_mb << 20, ncpu) >> 10, strerror(-err));
+	if (!err && !o->no_sched)
+		irq_ctx__choose(skel);
 	return err;
 }
 
@@ -278,6 +283,10 @@ int recording__check_targets(struct recording *r)
 		const struct target *t = &r->tracked.targets[i];
 
 		if (t->pid && !target__alive(t)) {
+			if (i >= r->primary) { /* a child followed that ended meanwhile: nothing of it to see */
+				pr_debug("followed pid %d exited before tracer attached", t->pid);
+				continue;
+			}
 			pr_err("pid %d exited (or its pid now belongs to another process) before tracer "
 			       "attached; nothing was recorded", t->pid);
 			return -ESRCH;
