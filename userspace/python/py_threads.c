@@ -45,14 +45,15 @@ static bool str_is(const struct reader *r, uint64_t addr, const char *want)
 static uint64_t entries_of(const struct reader *r, uint64_t keys)
 {
 	const struct py_offsets *o = r->o;
-	uint64_t size;
+	uint64_t size, width;
 	uint8_t log2_index_bytes;
 
 	if (o->keys_dk_size) { /* 3.8-3.10: dk_size indices, each as wide as dk_size needs */
 		size = ptr(r, keys + o->keys_dk_size);
 		if (!size || size >= (1ull << 32))
 			return 0;
-		return keys + o->keys_indices + size * (size <= 0xff ? 1 : size <= 0xffff ? 2 : 4);
+		width = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+		return keys + o->keys_indices + size * width;
 	}
 	log2_index_bytes = byte(r, keys + o->keys_log2_index_bytes);
 	return log2_index_bytes < 32 ? keys + o->keys_indices + (1ull << log2_index_bytes) : 0;
