@@ -157,16 +157,17 @@ struct frame_words {
 	__u64 w[PY_FRAME_READ / 8];
 };
 
-/* The str's length and first characters lie within 40 bytes (userspace checks it): one read.
- * Five words, no more: with span_enter's and py_read's frames this one must fit the 512 bytes
- * that 6.1 counts for a bpf_loop callback too (it refused 544). */
-static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str)
+/* The str's length and first characters lie within 40 bytes (userspace checks it): one read,
+ * into w, the frame's words read_frame is done with (5 of them): no stack of its own. 6.1 allows
+ * a chain of calls 512 bytes of stack, span_enter, py_read, walk_step (a bpf_loop callback
+ * counts) and read_frame together; it refused 544. */
+static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str, __u64 *w)
 {
-	__u64 w[5] = {}, i = (cfg->str_ascii_data - cfg->str_length) / 8;
+	__u64 i = (cfg->str_ascii_data - cfg->str_length) / 8;
 
 	barrier_var(i); /* the bound below on the register the load uses, not on a copy */
 	if (!str || i >= 5 ||
-	    bpf_probe_read_user(w, sizeof(w), (const void *)(str + cfg->str_length)))
+	    bpf_probe_read_user(w, 5 * sizeof(*w), (const void *)(str + cfg->str_length)))
 		return 0;
 	return py_name_fp(w[0], w[i]);
 }
@@ -192,8 +193,12 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 		return 1;
 	out->code = fw.w[(cfg->frame_code / 8) & (PY_FRAME_READ / 8 - 1)];
 	out->instr = fw.w[(cfg->frame_prev_instr / 8) & (PY_FRAME_READ / 8 - 1)];
-	out->name = out->code ? read_ptr(out->code + cfg->code_qualname) : 0;
-	out->name_fp = name_fp(cfg, out->name);
+	/* fw is read: its words take the name (not another stack slot: see name_fp) */
+	out->name = 0;
+	if (out->code && !bpf_probe_read_user(fw.w, sizeof(fw.w[0]),
+					      (const void *)(out->code + cfg->code_qualname)))
+		out->name = fw.w[0];
+	out->name_fp = name_fp(cfg, out->name, fw.w);
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #endif
 #if PY_MINOR_VERSION <= 10
 #include <frameobject.h>
+#include <longintrepr.h>
 #else
 #include <internal/pycore_frame.h>
 #include <internal/pycore_code.h>
@@ -37,6 +38,25 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+
+#if PY_MINOR_VERSION <= 10
+/* A dict's keys object before 3.11 is private (Objects/dict-common.h, not installed): its layout
+ * as 3.8 to 3.10 have it. The entries follow dk_size indices of 1, 2, 4 or 8 bytes (by dk_size). */
+struct old_dict_keys {
+	Py_ssize_t dk_refcnt;
+	Py_ssize_t dk_size;
+	void *dk_lookup;
+	Py_ssize_t dk_usable;
+	Py_ssize_t dk_nentries;
+	char dk_indices[];
+};
+
+struct old_dict_entry {
+	Py_hash_t me_hash;
+	PyObject *me_key;
+	PyObject *me_value;
+};
+#endif
 
 #define F(field, value) printf("\t\t." #field " = %lu,\n", (unsigned long)(value))
 
@@ -194,6 +214,29 @@ int main(void)
 	F(type_flags, offsetof(PyTypeObject, tp_flags));
 	F(type_managed_dict_flag, Py_TPFLAGS_MANAGED_DICT);
 	F(type_ht_cached_keys, offsetof(PyHeapTypeObject, ht_cached_keys));
+#else
+	/* thread names: the threading module's dicts (struct old_dict_keys above) and instances,
+	 * each with its dict at its type's tp_dictoffset; a thread's kernel tid is its Thread's
+	 * _native_id (the thread state has none) */
+	F(has_thread_names, 1);
+	F(dict_keys, offsetof(PyDictObject, ma_keys));
+	F(dict_values, offsetof(PyDictObject, ma_values));
+	F(dict_used, offsetof(PyDictObject, ma_used));
+	F(keys_dk_size, offsetof(struct old_dict_keys, dk_size));
+	F(keys_nentries, offsetof(struct old_dict_keys, dk_nentries));
+	F(keys_indices, offsetof(struct old_dict_keys, dk_indices));
+	F(entry_size, sizeof(struct old_dict_entry));
+	F(entry_key, offsetof(struct old_dict_entry, me_key));
+	F(entry_value, offsetof(struct old_dict_entry, me_value));
+#if PY_MINOR_VERSION == 10
+	F(module_dict, offsetof(PyModuleObject, md_dict));
+#else
+	F(module_dict, sizeof(PyObject)); /* private in moduleobject.c: PyObject_HEAD, md_dict */
+#endif
+	F(long_digit_bits, PyLong_SHIFT);
+	F(long_size, offsetof(PyVarObject, ob_size));
+	F(long_digits, offsetof(PyLongObject, ob_digit));
+	F(type_dictoffset, offsetof(PyTypeObject, tp_dictoffset));
 #endif
 #if PY_MINOR_VERSION >= 13
 	/* where _PyRuntime's leading _Py_DebugOffsets keeps the offsets above, for reading them

@@ -141,12 +141,15 @@ def test_summary_counts_and_states(tmp):
     row = next(l for l in lines if l.endswith("  decode_frame")).split()
     assert row[0] == "40" and row[-2] == "decode", row
     assert row[1] == row[2], row  # nothing probed runs inside a decode: its self time is all
-    # decoders spin (running or waiting for a CPU); the writer mostly waits in its queue
+    # decoders spin (running or waiting for a CPU); the writer mostly waits in its queue. The
+    # first not in the emulated VM: on a loaded host its virtual CPUs wait for the host's, and
+    # every thread there spends about as long waiting for a CPU (writer 42.7%, decode-0 44.2%)
     def share(row, col):
         return float(row[col].rstrip("%"))
     dec = next(l for l in lines if l.startswith("decode-0")).split()
     wr = next(l for l in lines if l.startswith("writer")).split()
-    assert share(dec, 2) + share(dec, 3) > 2 * (share(wr, 2) + share(wr, 3)), (dec, wr)
+    assert lib.IN_VM or share(dec, 2) + share(dec, 3) > 2 * (share(wr, 2) + share(wr, 3)), \
+        (dec, wr)
     assert share(wr, 6) > share(dec, 6) and share(wr, 6) > 30, (dec, wr)
 
 
@@ -530,12 +533,15 @@ def test_name_from_follows_pointers(tmp):
     assert names == {"element7": 2000, "handle": 4000}, names
 
 
-def test_open_calls_of_threads_unread_said(tmp):
+def test_open_calls_of_threads_read_without_pidfd_thread(tmp):
     """At the stop, the calls still in progress are read from each thread's task storage,
-    through a pidfd of the thread: PIDFD_THREAD, kernel 6.9. Before it (TRACER_NO_PIDFD_THREAD
-    pretends) those of threads other than the main one cannot be read: a warning says so
-    (it was a debug line); with it, they are in the trace and nothing is said."""
+    through a pidfd of the thread; a pidfd of a thread other than the main one needs
+    PIDFD_THREAD (kernel 6.9). Without it (TRACER_NO_PIDFD_THREAD pretends, 6.1 is so) a task
+    iterator reads the same storage: the same open calls in the same threads, outermost first,
+    each ending at the stop, and nothing is warned (before, they were missing, with a
+    warning)."""
     out = os.path.join(tmp, "t.json")
+    found = {}
     for old_kernel in (False, True):
         # a 4 s decode in flight at the stop; the operators and the writer wait in their queues
         pl, pid = start_pipeline("--forever", "--decode-us", "4000000", "--decoders", "1")
@@ -548,14 +554,19 @@ def test_open_calls_of_threads_unread_said(tmp):
         pl.wait()
         trace, text = load_trace(out)
         assert check_format(trace, text) == []
-        incomplete = {e["tid"] for e in spans(trace) if e.get("args", {}).get("incomplete")}
-        warned = re.search(r"^tracer: warning: the calls still in progress at the stop in (\d+) "
-                           r"threads other than a main one are not in the trace: this kernel "
-                           r"cannot open a thread's pidfd", err, re.M)
-        if old_kernel:
-            assert not incomplete and warned and int(warned.group(1)) >= 3, err
-        else:
-            assert len(incomplete) >= 3 and not warned, (incomplete, err)
+        assert "calls still in progress" not in err, err
+        names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        incomplete = [e for e in spans(trace) if e.get("args", {}).get("incomplete")]
+        end = trace["metadata"]["duration_ns"] / 1000
+        for e in incomplete:
+            assert abs(e["ts"] + e["dur"] - end) < 1000, e
+        assert len({e["tid"] for e in incomplete if e["tid"] != pid}) >= 3, incomplete
+        calls = collections.defaultdict(list)
+        for e in sorted(incomplete, key=lambda e: e["ts"]):
+            calls[names.get(e["tid"], e["tid"])].append(e["name"])
+        found[old_kernel] = dict(calls)
+    assert found[True] == found[False], found
 
 
 def task_storage_of(tracer_pid, map_name, pid):

@@ -25,14 +25,17 @@ struct py_offsets {
 	uint32_t str_ascii_data, str_compact_data;
 	uint32_t dict_keys, dict_values, dict_used;
 	uint32_t keys_log2_size, keys_log2_index_bytes, keys_kind, keys_nentries, keys_indices;
+	uint32_t keys_dk_size; /* 3.8-3.10: no dk_log2_index_bytes nor dk_kind (0 from 3.11) */
 	uint32_t keys_general_kind, entry_size, entry_key, entry_value;
 	uint32_t uentry_size, uentry_key, uentry_value;
 	uint32_t module_dict, long_digits, long_digit_bits, long_size, long_size_shift;
-	uint32_t managed_layout; /* 1 3.11, 2 3.12 (tagged values), 3 3.13 (inline values) */
+	/* 0 3.8-3.10 (the dict at tp_dictoffset), 1 3.11, 2 3.12 (tagged values), 3 3.13 (inline
+	 * values) */
+	uint32_t managed_layout, type_dictoffset;
 	uint32_t managed_dict_before, managed_values_before;
 	uint32_t inline_values, type_inline_values_flag, values_valid, values_values;
 	uint32_t type_flags, type_managed_dict_flag, type_ht_cached_keys;
-	uint32_t has_thread_names; /* the dict and instance fields above are there (3.11 on) */
+	uint32_t has_thread_names; /* the dict and instance fields above are there */
 	/* 3.13 on: where the target's own _Py_DebugOffsets keeps the fields above (dbg_size 0:
 	 * this version has none) */
 	uint32_t dbg_size, dbg_version, dbg_free_threaded;

@@ -251,11 +251,10 @@ void py_session__describe(const struct py_session *s, FILE *f)
 			fprintf(f, "python: pid %d runs", p->pid);
 		else
 			fprintf(f, "python: %zu processes (pid %d, ...) run", n, p->pid);
-		fprintf(f, " CPython %d.%d (%s); frames read with %s%s%s\n", p->major, p->minor,
+		fprintf(f, " CPython %d.%d (%s); frames read with %s%s\n", p->major, p->minor,
 			p->object, py_proc__offsets_from(p, from, sizeof(from)),
 			p->off.has_qualname ? "" : "; functions named by co_name (no co_qualname "
-						   "before 3.11)",
-			p->off.has_thread_names ? "" : "; thread names not read (before 3.11)");
+						   "before 3.11)");
 	}
 }
 

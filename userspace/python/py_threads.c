@@ -40,20 +40,37 @@ static bool str_is(const struct reader *r, uint64_t addr, const char *want)
 	return !py_str__read(r->pid, r->o, addr, buf, sizeof(buf)) && !strcmp(buf, want);
 }
 
+/* Where a keys object's entries start, after its indices; 0 for a size that makes no sense (read
+ * while the interpreter may be changing the dict). */
+static uint64_t entries_of(const struct reader *r, uint64_t keys)
+{
+	const struct py_offsets *o = r->o;
+	uint64_t size, width;
+	uint8_t log2_index_bytes;
+
+	if (o->keys_dk_size) { /* 3.8-3.10: dk_size indices, each as wide as dk_size needs */
+		size = ptr(r, keys + o->keys_dk_size);
+		if (!size || size >= (1ull << 32))
+			return 0;
+		width = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+		return keys + o->keys_indices + size * width;
+	}
+	log2_index_bytes = byte(r, keys + o->keys_log2_index_bytes);
+	return log2_index_bytes < 32 ? keys + o->keys_indices + (1ull << log2_index_bytes) : 0;
+}
+
 /* Entry i of a keys object: its key and, unless values (a split table's) is given, its value. */
 static void entry(const struct reader *r, uint64_t keys, uint64_t values, uint64_t i,
 		  uint64_t *key, uint64_t *value)
 {
 	const struct py_offsets *o = r->o;
-	uint8_t log2_index_bytes = byte(r, keys + o->keys_log2_index_bytes);
-	/* read while the interpreter may be changing the dict: a nonsense size reads nothing */
-	uint64_t entries = log2_index_bytes < 32 ?
-				   keys + o->keys_indices + (1ull << log2_index_bytes) : 0;
+	uint64_t entries = entries_of(r, keys);
 
 	*key = *value = 0;
 	if (!entries)
 		return;
-	if (byte(r, keys + o->keys_kind) != o->keys_general_kind) {
+	/* 3.11 on: a table of str keys has smaller entries (3.8-3.10 have one kind) */
+	if (!o->keys_dk_size && byte(r, keys + o->keys_kind) != o->keys_general_kind) {
 		*key = ptr(r, entries + i * o->uentry_size + o->uentry_key);
 		*value = ptr(r, entries + i * o->uentry_size + o->uentry_value);
 	} else {
@@ -131,6 +148,12 @@ static uint64_t attr(const struct reader *r, uint64_t obj, const char *name)
 	uint64_t values, dict, keys;
 	int64_t n;
 
+	if (!o->managed_layout) { /* 3.8-3.10: the instance's dict at its type's tp_dictoffset */
+		int64_t off = (int64_t)ptr(r, type + o->type_dictoffset);
+
+		dict = off > 0 ? ptr(r, obj + (uint64_t)off) : 0;
+		return dict ? dict_get(r, dict, name) : 0;
+	}
 	if (!(flags & o->type_managed_dict_flag))
 		return 0;
 	managed(r, obj, flags, &values, &dict);
@@ -156,7 +179,7 @@ static bool long_value(const struct reader *r, uint64_t obj, uint64_t *out)
 	uint32_t digits[3] = { 0 };
 	int64_t size = 0;
 
-	if (py_mem__read(r->pid, obj + o->long_size, &size, sizeof(size)) ||
+	if (!obj || py_mem__read(r->pid, obj + o->long_size, &size, sizeof(size)) ||
 	    (size >>= o->long_size_shift) < 0 || size > 3 ||
 	    (size && py_mem__read(r->pid, obj + o->long_digits, digits, size * sizeof(uint32_t))))
 		return false;
@@ -177,7 +200,7 @@ int py_threads__names(const struct py_proc *p, py_thread_name_fn fn, void *ctx)
 	if (!fn || p->from == PY_OFF_NONE)
 		return -EINVAL;
 	if (!o->has_thread_names)
-		return -ENOTSUP; /* before 3.11: the dict layout is not in the installed headers */
+		return -ENOTSUP;
 	interp = ptr(&r, p->runtime + o->runtime_interp_head);
 	threading = dict_get(&r, ptr(&r, interp + o->interp_modules), "threading");
 	if (!threading)
@@ -202,6 +225,16 @@ int py_threads__names(const struct py_proc *p, py_thread_name_fn fn, void *ctx)
 		name_obj = attr(&r, v, "_name");
 		if (!name_obj || py_str__read(r.pid, o, name_obj, name, sizeof(name)) || !name[0])
 			continue;
+		/* 3.8-3.10: no kernel tid in the thread state; the Thread keeps it (_native_id) */
+		if (o->tstate_by_pthread) {
+			uint64_t tid;
+
+			if (long_value(&r, attr(&r, v, "_native_id"), &tid) && tid && tid < INT32_MAX) {
+				fn(ctx, p->pid, (int)tid, name);
+				named++;
+			}
+			continue;
+		}
 		for (int t = 0; t < nthreads; t++)
 			if (idents[t] == ident && tids[t]) {
 				fn(ctx, p->pid, tids[t], name);

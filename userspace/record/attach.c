@@ -61,14 +61,18 @@ int attach__uprobe_multi_ref(int prog_fd, const char *path, const uint64_t *offs
 	return syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 }
 
-/* A function of our own to probe once, in our own process, to see if uprobe_multi works. */
-__attribute__((noinline)) int attach__probe_site(int x)
+/* A function of our own to probe once, in our own process, to see if uprobe_multi works. In a
+ * page of its own (and the next function in the next): the probe makes the kernel replace that
+ * page with a copy holding the breakpoint, and valgrind, translating code of ours from the
+ * replaced page next, crashed (an mc_translate assertion in test_valgrind_short_recording,
+ * depending on where the linker put this function). */
+__attribute__((noinline, aligned(4096))) int attach__probe_site(int x)
 {
 	__asm__ volatile("" : "+r"(x));
 	return x + 1;
 }
 
-bool attach__multi_supported(void)
+__attribute__((aligned(4096))) bool attach__multi_supported(void)
 {
 	const struct bpf_insn insns[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },

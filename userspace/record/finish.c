@@ -38,10 +38,81 @@ static int thread_pidfd(int pid, int tid)
 	return syscall(SYS_pidfd_open, tid, tid == pid ? 0 : PIDFD_THREAD);
 }
 
+/* Ends each call of a thread's stack at the stop. */
+static void end_open_calls(struct recording *r, int pid, int tid, const struct span_stack *st)
+{
+	for (__u32 k = 0; k < st->depth && k < MAX_FRAMES; k++) {
+		const struct frame *f = &st->frames[k];
+		struct span_capture_rec s = {
+			.span = {
+				.type = REC_SPAN,
+				.probe_id = f->probe_id,
+				.pid = pid,
+				.tid = tid,
+				.start_ns = f->start_ns,
+				.end_ns = r->end,
+				.depth = k,
+				.flags = SPAN_INCOMPLETE | SPAN_CAPTURE,
+			},
+			.cap = f->cap,
+		};
+		consumer__handle(&r->consumer, &s, sizeof(s));
+	}
+}
+
+/* Reads all of a record, or none at the end; -1 on an error. */
+static ssize_t read_record(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -1 : (ssize_t)got;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* The open calls of the threads no pidfd can name (tids[], of pids[]; a kernel before 6.9),
+ * read through the task iterator of bpf/open_calls.bpf.c: the same task storage, so the same
+ * calls. False if the iterator could not run. */
+static bool open_calls_by_iterator(struct recording *r, const int *pids, const int *tids, size_t n)
+{
+	struct bpf_link *link = bpf_program__attach_iter(r->skel->progs.open_calls, NULL);
+	struct span_stack st;
+	ssize_t got = 0;
+	int fd = -1;
+
+	if (link)
+		fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		pr_debug("the task iterator: %s", strerror(link ? errno : -libbpf_get_error(link)));
+		bpf_link__destroy(link);
+		return false;
+	}
+	while ((got = read_record(fd, &st, sizeof(st))) == (ssize_t)sizeof(st))
+		for (size_t i = 0; i < n; i++)
+			if (tids[i] == (int)st.tid) {
+				pr_debug("open calls of tid %d: read by the task iterator, depth %u",
+					 tids[i], st.depth);
+				end_open_calls(r, pids[i], tids[i], &st);
+				break;
+			}
+	if (got)
+		pr_debug("the task iterator: %s", got < 0 ? strerror(errno) : "a record cut short");
+	close(fd);
+	bpf_link__destroy(link);
+	return got == 0;
+}
+
 /* Calls still in progress when recording stopped: their frames are still in task storage. */
 static void close_open_spans(struct recording *r)
 {
-	int map_fd = bpf_map__fd(r->skel->maps.stacks);
+	int map_fd = bpf_map__fd(r->skel->maps.stacks), *upids = NULL, *utids = NULL;
 	size_t unread = 0;
 	char path[64];
 
@@ -61,39 +132,30 @@ static void close_open_spans(struct recording *r)
 			fd = thread_pidfd(pid, tid);
 			if (fd < 0) {
 				pr_debug("open calls of tid %d: %s", tid, strerror(errno));
-				unread += errno == EINVAL; /* not a thread gone meanwhile */
+				if (errno == EINVAL) { /* not a thread gone meanwhile: the iterator's */
+					upids = xrealloc(upids, unread + 1, sizeof(*upids));
+					utids = xrealloc(utids, unread + 1, sizeof(*utids));
+					upids[unread] = pid;
+					utids[unread++] = tid;
+				}
 				continue;
 			}
 			err = bpf_map_lookup_elem(map_fd, &fd, &st) ? -errno : 0;
 			pr_debug("open calls of tid %d: %s, depth %u", tid, err ? strerror(-err) : "read", err ? 0 : st.depth);
-			if (!err) {
-				for (__u32 k = 0; k < st.depth && k < MAX_FRAMES; k++) {
-					const struct frame *f = &st.frames[k];
-					struct span_capture_rec s = {
-						.span = {
-							.type = REC_SPAN,
-							.probe_id = f->probe_id,
-							.pid = pid,
-							.tid = tid,
-							.start_ns = f->start_ns,
-							.end_ns = r->end,
-							.depth = k,
-							.flags = SPAN_INCOMPLETE | SPAN_CAPTURE,
-						},
-						.cap = f->cap,
-					};
-					consumer__handle(&r->consumer, &s, sizeof(s));
-				}
-			}
+			if (!err)
+				end_open_calls(r, pid, tid, &st);
 			close(fd);
 		}
 		if (d)
 			closedir(d);
 	}
-	if (unread)
+	if (unread && !open_calls_by_iterator(r, upids, utids, unread))
 		pr_warn("the calls still in progress at the stop in %zu thread%s other than a main "
-			"one are not in the trace: this kernel cannot open a thread's pidfd to read "
-			"them (PIDFD_THREAD, kernel 6.9)", unread, plural_s(unread));
+			"one are not in the trace: this kernel can neither open a thread's pidfd "
+			"(PIDFD_THREAD, 6.9) nor run a BPF task iterator to read them (-v says why)",
+			unread, plural_s(unread));
+	free(upids);
+	free(utids);
 }
 
 /* What the file is: tracer, the command line (cut at cmd_max bytes), the kernel, the clock and
@@ -330,6 +392,7 @@ static void finish_overhead(struct recording *r)
 		/* the Python reads on ticks and switches are counted by BPF itself (below) */
 		if (prog == r->skel->progs.span_enter || prog == r->skel->progs.span_exit ||
 		    prog == r->skel->progs.py_on_tick || prog == r->skel->progs.py_on_switch ||
+		    prog == r->skel->progs.open_calls || /* run by tracer at the stop */
 		    bpf_program__fd(prog) < 0 || nother == sizeof(other) / sizeof(other[0]))
 			continue;
 		other[nother++] = bpf_program__fd(prog);

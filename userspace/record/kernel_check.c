@@ -3,8 +3,8 @@
  * type, libbpf's probes) so that a kernel too old says what it lacks instead of the verifier's
  * bare "Invalid argument". The uprobe programs are BPF_PROG_TYPE_KPROBE: helpers are asked for
  * that type. What has a fallback is not here (uprobe_multi 6.6: a perf-event uprobe per function;
- * PIDFD_THREAD 6.9: said at stop). TRACER_NO_BPF_FEATURE=NAME takes one as missing, to test the
- * message on a kernel that has them all. */
+ * PIDFD_THREAD 6.9: a task iterator reads the calls open at the stop). TRACER_NO_BPF_FEATURE=NAME
+ * takes one as missing, to test the message on a kernel that has them all. */
 #include "record/kernel_check.h"
 
 #include <bpf/libbpf.h>
