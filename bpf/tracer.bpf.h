@@ -218,7 +218,7 @@ static __always_inline bool other_stack(__u64 a, __u64 b)
  * same stack. A longjmp, or the kernel's 64-deep return limit, leaves such frames without a
  * return (they end incomplete); a C++ exception unwinds them (SPAN_EXCEPTION, given or while
  * one is in flight). */
-static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 now, __u32 flags)
+static __noinline void close_stale_frames(struct span_stack *st, __u64 sp, __u64 now, __u32 flags)
 {
 	if (!flags)
 		flags = st->in_flight ? SPAN_EXCEPTION : SPAN_INCOMPLETE;
@@ -235,6 +235,18 @@ static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 n
 		count(flags & SPAN_EXCEPTION ? CNT_EXCEPTION_SPANS : CNT_STALE_FRAMES);
 		st->depth = top - 1;
 	}
+}
+
+/* The common case inline: nothing to close. The loop is a function of its own so that its
+ * registers spilled do not add to the stack of span_enter, whose chain through py_read must fit
+ * 6.1's 512 bytes (test_bpf_rules). */
+static __always_inline void close_stale(struct span_stack *st, __u64 sp, __u64 now, __u32 flags)
+{
+	__u32 top = st->depth;
+
+	if (top == 0 || top > MAX_FRAMES || st->frames[(top - 1) & (MAX_FRAMES - 1)].sp > sp)
+		return;
+	close_stale_frames(st, sp, now, flags);
 }
 
 #endif
