@@ -153,9 +153,10 @@ static void test_spans(void)
 	py_spans__switch_in(s, 1, 7, 370);
 	read_stack(s, 7, 400, TICK, 2, (uint64_t[]){ 1, 14, 3, 600 });
 	CHECK((g = find(3, 0)) && g->start == 250 && g->end == 370);
-	/* it finished and main called c, which blocks at 450: the edge is the block */
+	/* it finished and main called c, which blocks at 450: the edge is midway from the tick
+	 * (c may have worked before it blocked; the block does not say when b ended) */
 	read_stack(s, 7, 450, BLOCK, 2, (uint64_t[]){ 1, 16, 4, 10 });
-	CHECK((g = find(3, 1)) && g->start == 370 && g->end == 450);
+	CHECK((g = find(3, 1)) && g->start == 370 && g->end == 425);
 	/* recursion: the same code at two depths */
 	py_spans__switch_in(s, 1, 7, 480);
 	read_stack(s, 7, 500, TICK, 3, (uint64_t[]){ 1, 16, 4, 20, 4, 700 });
@@ -172,7 +173,7 @@ static void test_spans(void)
 	CHECK((g = find(5, 0)) && g->start == 675 && g->end == 900);
 	/* c outlives the native call, and whatever follows it starts after its return */
 	read_stack(s, 7, 1000, TICK, 2, (uint64_t[]){ 1, 18, 6, 1 });
-	CHECK((g = find(4, 1)) && g->start == 450 && g->end == 950);
+	CHECK((g = find(4, 1)) && g->start == 425 && g->end == 950);
 	CHECK(!find(6, 0));
 	/* a native span whose return is after the next read: its caller ends no earlier */
 	read_stack(s, 7, 1100, TICK, 2, (uint64_t[]){ 1, 18, 6, 2 });
@@ -189,6 +190,32 @@ static void test_spans(void)
 	py_spans__close_all(s, 0, 1400);
 	CHECK((g = find(8, 0)) && g->end == 1400 && g->incomplete);
 	CHECK(!py_spans__on_native(s, 1, 9, 1500, 1600, false, &caller));
+	py_spans__free(s);
+}
+
+/* The same function called again from the same line, its frame at the same address and
+ * instruction: its caller's locals tell the calls apart (a loop's variable moved on). */
+static void test_back_to_back_calls(void)
+{
+	struct py_spans *s = py_spans__new(&ops, NULL);
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = PY_READ_TICK, .pid = 1, .tid = 7,
+				  .depth = 2 };
+	const struct got_span *g;
+
+	nspans = 0;
+	r.frames[1] = (struct py_frame){ .code = 1, .instr = 10, .locals = 100 };
+	r.frames[0] = (struct py_frame){ .code = 2, .instr = 5 };
+	for (uint64_t ts = 100; ts <= 300; ts += 100) {
+		/* main's locals stay put over two reads of one call, then its loop moves on */
+		r.frames[1].locals = 100 + (ts == 300);
+		r.frames[0].locals = ts; /* the innermost frame's own locals say nothing */
+		r.ts = ts;
+		py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + 2 * sizeof(r.frames[0]));
+	}
+	CHECK(nspans == 1);
+	CHECK((g = find(2, 0)) && g->start == 100 && g->end == 250);
+	py_spans__close_all(s, 0, 400);
+	CHECK(nspans == 3 && (g = find(2, 1)) && g->start == 250 && g->end == 400);
 	py_spans__free(s);
 }
 
@@ -464,6 +491,7 @@ int main(void)
 {
 	RUN(test_linetable);
 	RUN(test_spans);
+	RUN(test_back_to_back_calls);
 	RUN(test_interpreter_waits);
 	RUN(test_truncated_read);
 	RUN(test_offsets);

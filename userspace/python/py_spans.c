@@ -120,18 +120,18 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	if (r->flags & PY_SAME)
 		return;
 	/* one point where what ended ends and what is new starts, so that siblings never overlap */
-	if (r->reason == PY_READ_BLOCK)
-		split = r->ts;
-	else if (resumed)
+	if (resumed && r->reason != PY_READ_BLOCK)
 		split = lower;
 	else
 		split = lower + (r->ts - lower) / 2;
-	/* the frames both have, from the outermost: same code, called from the same place */
+	/* the frames both have, from the outermost: same code, called from the same place by the
+	 * same call of its caller (whose locals do not move while it waits for its callee) */
 	while (k < d && k < st->depth) {
 		const struct py_frame *f = &r->frames[d - 1 - k];
 
 		if (f->code != st->v[k].code ||
-		    (k && r->frames[d - k].instr != st->v[k].parent_instr))
+		    (k && (r->frames[d - k].instr != st->v[k].parent_instr ||
+			   r->frames[d - k].locals != st->v[k].parent_locals)))
 			break;
 		k++;
 	}
@@ -147,6 +147,7 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 
 		o->code = f->code;
 		o->parent_instr = i ? r->frames[d - i].instr : 0;
+		o->parent_locals = i ? r->frames[d - i].locals : 0;
 		o->seen = r->ts;
 		o->start = split;
 		o->min_end = 0;
