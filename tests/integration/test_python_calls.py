@@ -14,6 +14,7 @@ import lib
 
 PYTHON = "/usr/bin/python3"
 LATE_NS = 600_000
+GAP_NS = 200_000  # between two calls: py_calls.py's loop()
 
 
 def overlap(a, b):
@@ -53,6 +54,7 @@ def measure(calls, got):
     long_calls = [e - s for s, e in calls if e - s >= 5_000_000]
     long_got = [e - s for s, e in got if e - s >= 5_000_000] or [0]
     return {"calls": len(calls), "spans": len(got), "found": len(found) / len(calls),
+            "mean": total_calls / len(calls),
             "total": total_got / total_calls - 1, "outside": outside / max(1, total_got), "late": late / max(1, len(got)),
             "p99": (percentile(long_got, 0.99) / percentile(long_calls, 0.99) - 1
                     if long_calls else 0),
@@ -88,16 +90,18 @@ def record(tmp, python, phases):
     return m
 
 
-def check(m, f, outside=0.02, tails=True):
-    """The goal for f's calls: 95% found, totals within 5%, at most outside of the span time
-    outside its calls, p99 and max of the calls of 5 ms or more within 10% (tails: calls of
-    one length, 5 ms, have their p99 within the two edges' half ticks of error, 20%, not
-    10%)."""
+def check(m, f, tails=True):
+    """The goal for f's calls: 95% found, totals within 5%, at most 2% of the span time outside
+    its calls, p99 and max of the calls of 5 ms or more within 10%. Two exceptions the README
+    states: the caller's 0.2 ms between two calls that no read separates goes half to each
+    (outside: 2% and that gap's share of a call); calls of one length, 5 ms, have their p99
+    within the two edges' half ticks of error, 20%, not 10% (tails=False)."""
     r = m[f]
     assert r["calls"] > 100, (f, r)
     assert r["found"] >= 0.95, (f, "calls found as their own span", r)
     assert abs(r["total"]) <= 0.05, (f, "total time", r)
-    assert r["outside"] <= outside, (f, "span time outside a call", r)
+    assert r["outside"] <= 0.02 + GAP_NS / (r["mean"] + GAP_NS), \
+        (f, "span time outside a call", r)
     if tails:
         assert abs(r["p99"]) <= 0.10 and abs(r["max"]) <= 0.10, (f, "p99 and max", r)
 
@@ -107,27 +111,26 @@ def back_to_back_on(python):
     0.2 ms apart: the callee's frame is at the same address, at the same instruction, called
     from the same place; what tells one call from the next is its caller's locals. Before,
     one span stood for several calls (found: stage_5ms 18%, featurize 14%, write_frame 1%; p99
-    1.3 to 8.6 times too long). write_frame blocks: the caller's 0.2 ms between two of its
-    calls, seen by no read, goes half to each (README), so its spans may hold that much more
-    outside time (0.2 of 5.2 ms)."""
+    1.3 to 8.6 times too long)."""
     def test(tmp):
         m = record(tmp, python, ["noargs", "args", "sleep"])
         check(m, "stage_5ms", tails=False)
         check(m, "featurize")
-        check(m, "write_frame", outside=0.02 + 0.2 / 5.2)
+        check(m, "write_frame")
     return test
 
 
 def call_edges_on(python):
-    """stage_3ms() then stage_io(), which works 0.8 ms before it blocks: stage_3ms's end lies
-    between the last read that saw it and the first that saw stage_io, and is put at their
-    midpoint. Before, it ran on to stage_io's block when no tick fell in those 0.8 ms (27% of
-    the spans ended more than 0.6 ms late, 5.4% of its span time outside its calls)."""
+    """stage_io() called again and again from the same line, 0.2 ms apart: it works 0.8 ms,
+    then blocks. A block read that shows the new call says nothing of when the old one ended
+    (the new one worked before it blocked): they part midway between the reads. Before, the
+    calls were merged (7% found) and spans ran on to the next block, over the next call."""
     def test(tmp):
-        m = record(tmp, python, ["edges"])
-        for f in ("stage_3ms", "stage_io"):
-            check(m, f, outside=1)
-            assert m[f]["late"] <= 0.01, (f, "spans run on past the midpoint", m[f])
+        r = record(tmp, python, ["edges"])["stage_io"]
+        # its calls last 3 ms: the tails of calls of 5 ms or more are the few delayed ones
+        check({"stage_io": r}, "stage_io", tails=False)
+        # no span ends more than half a tick (and 100 us) after its call
+        assert r["late"] <= 0.01, ("stage_io spans run on past the midpoint", r)
     return test
 
 
@@ -146,3 +149,5 @@ test_python_back_to_back_calls_3_8 = on_pyenv(back_to_back_on, 8)
 test_python_back_to_back_calls_3_10 = on_pyenv(back_to_back_on, 10)
 test_python_back_to_back_calls_3_12 = on_pyenv(back_to_back_on, 12)
 test_python_back_to_back_calls_3_13 = on_pyenv(back_to_back_on, 13)
+test_python_call_edges_3_8 = on_pyenv(call_edges_on, 8)
+test_python_call_edges_3_13 = on_pyenv(call_edges_on, 13)

@@ -5,7 +5,7 @@ from the same line, 0.2 ms apart (the loop's own work between two calls), in fou
     noargs    stage_5ms()           5 ms of pure Python work, no arguments
     args      featurize(ms)         2 to 20 ms of work, a different argument each call
     sleep     write_frame(i)        a 5 ms blocking sleep
-    edges     stage_3ms(); stage_io()   3 ms of work, then 0.8 ms of work and a 2 ms sleep
+    edges     stage_io()            0.8 ms of work, then a 2 ms sleep
 
 Logs each call:
 
@@ -45,10 +45,6 @@ def write_frame(i):
     time.sleep(0.005)
 
 
-def stage_3ms():
-    spin(3_000_000)
-
-
 def stage_io():
     spin(800_000)
     time.sleep(0.002)
@@ -77,10 +73,7 @@ def phases(seconds, names):
     if "sleep" in names:
         loop(seconds, write_frame, range(1_000_000))
     if "edges" in names:
-        end = now() + seconds * 1e9
-        while now() < end:
-            timed(stage_3ms)
-            timed(stage_io)
+        loop(seconds, stage_io)
 
 
 def main():

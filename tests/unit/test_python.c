@@ -153,10 +153,9 @@ static void test_spans(void)
 	py_spans__switch_in(s, 1, 7, 370);
 	read_stack(s, 7, 400, TICK, 2, (uint64_t[]){ 1, 14, 3, 600 });
 	CHECK((g = find(3, 0)) && g->start == 250 && g->end == 370);
-	/* it finished and main called c, which blocks at 450: the edge is midway from the tick
-	 * (c may have worked before it blocked; the block does not say when b ended) */
+	/* it finished and main called c, which blocks at 450: the edge is the block */
 	read_stack(s, 7, 450, BLOCK, 2, (uint64_t[]){ 1, 16, 4, 10 });
-	CHECK((g = find(3, 1)) && g->start == 370 && g->end == 425);
+	CHECK((g = find(3, 1)) && g->start == 370 && g->end == 450);
 	/* recursion: the same code at two depths */
 	py_spans__switch_in(s, 1, 7, 480);
 	read_stack(s, 7, 500, TICK, 3, (uint64_t[]){ 1, 16, 4, 20, 4, 700 });
@@ -173,7 +172,7 @@ static void test_spans(void)
 	CHECK((g = find(5, 0)) && g->start == 675 && g->end == 900);
 	/* c outlives the native call, and whatever follows it starts after its return */
 	read_stack(s, 7, 1000, TICK, 2, (uint64_t[]){ 1, 18, 6, 1 });
-	CHECK((g = find(4, 1)) && g->start == 425 && g->end == 950);
+	CHECK((g = find(4, 1)) && g->start == 450 && g->end == 950);
 	CHECK(!find(6, 0));
 	/* a native span whose return is after the next read: its caller ends no earlier */
 	read_stack(s, 7, 1100, TICK, 2, (uint64_t[]){ 1, 18, 6, 2 });
@@ -214,8 +213,15 @@ static void test_back_to_back_calls(void)
 	}
 	CHECK(nspans == 1);
 	CHECK((g = find(2, 0)) && g->start == 100 && g->end == 250);
-	py_spans__close_all(s, 0, 400);
-	CHECK(nspans == 3 && (g = find(2, 1)) && g->start == 250 && g->end == 400);
+	/* called again, and the new call blocks at 400: it worked before it blocked, as the one
+	 * before did; they part midway */
+	r.frames[1].locals = 102;
+	r.reason = PY_READ_BLOCK;
+	r.ts = 400;
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + 2 * sizeof(r.frames[0]));
+	CHECK(nspans == 2 && (g = find(2, 1)) && g->start == 250 && g->end == 350);
+	py_spans__close_all(s, 0, 500);
+	CHECK(nspans == 4 && (g = find(2, 2)) && g->start == 350 && g->end == 500);
 	py_spans__free(s);
 }
 
