@@ -136,8 +136,9 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	/* One point where what ended ends and what is new starts, so that siblings never overlap.
 	 * At a block, what ended ended there (what waits blocks at once), unless the function
 	 * that blocks is the one that ended, called again: its new call did what the old one did
-	 * before it blocked, and they part midway, as at a tick. */
-	if (r->reason == PY_READ_BLOCK && !again)
+	 * before it blocked, and they part midway, as at a tick. When nothing ended, what is new
+	 * may have worked before it blocked: midway too. */
+	if (r->reason == PY_READ_BLOCK && !again && k < st->depth)
 		split = r->ts;
 	else if (resumed && r->reason != PY_READ_BLOCK)
 		split = lower;
