@@ -294,6 +294,8 @@ enum py_cfg_flags {
 
 /* The bytes of a frame read at once: its code, previous frame, instruction and owner. */
 #define PY_FRAME_READ 128
+/* The locals of a frame that tell one of its calls from the next (struct py_frame.locals). */
+#define PY_LOCALS_HASHED 8
 
 struct py_proc_cfg {
 	__u64 runtime; /* address of _PyRuntime in the process */
@@ -311,6 +313,8 @@ struct py_proc_cfg {
 	__u32 frame_prev_instr;
 	__u32 frame_owner;
 	__u32 owner_cstack;
+	__u32 frame_localsplus; /* the frame's locals, from the frame's start (not frame_base) */
+	__u32 code_nlocals;	/* their count: an int of the code object */
 	__u32 code_qualname; /* co_qualname, or co_name before 3.11 */
 	__u32 str_length;     /* the qualname's length ... */
 	__u32 str_ascii_data; /* ... and its first characters: the name's fingerprint */
@@ -333,10 +337,14 @@ struct py_frame {
 	__u64 instr; /* the frame's prev_instr: the line being run (or calling the next frame) */
 	__u64 name;  /* its co_qualname: tells a code object from one that later took its memory */
 	__u64 name_fp; /* py_name_fp() of that str when read */
+	/* A hash of the frame's first PY_LOCALS_HASHED locals (arguments first): a frame that
+	 * called another is suspended, its locals stay put until the call returns, so a change
+	 * under the same callee says the callee was called again (a loop's variable moved on). */
+	__u64 locals;
 };
 
 /* One read of a thread's Python stack, innermost frame first. Submitted with only its depth
- * frames: the record's size is offsetof(struct py_stack_rec, frames) + depth * 32. */
+ * frames: the record's size is offsetof(struct py_stack_rec, frames) + depth * 40. */
 struct py_stack_rec {
 	__u32 type;
 	__u32 reason; /* enum py_read_reason */
@@ -349,8 +357,8 @@ struct py_stack_rec {
 };
 
 #ifndef __cplusplus
-_Static_assert(sizeof(struct py_proc_cfg) == 80, "py_proc_cfg layout");
-_Static_assert(sizeof(struct py_stack_rec) == 32 + 32 * PY_MAX_FRAMES, "py_stack_rec layout");
+_Static_assert(sizeof(struct py_proc_cfg) == 88, "py_proc_cfg layout");
+_Static_assert(sizeof(struct py_stack_rec) == 32 + 40 * PY_MAX_FRAMES, "py_stack_rec layout");
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");
 _Static_assert(sizeof(struct probe_cfg) == 20, "probe_cfg layout");

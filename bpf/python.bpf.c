@@ -34,15 +34,19 @@ struct {
  * only migration disabled, so a per-CPU record could be half-built when another thread's read
  * on the same CPU (its probe hit, a switch, a tick) overwrote it. A read that interrupts one
  * of the same thread waits (busy). */
+/* Where read_frame puts a frame's locals to hash them (not on the stack: see name_fp). */
+struct py_words {
+	__u64 w[PY_LOCALS_HASHED];
+	__u32 want; /* 0: the innermost frame, whose locals tell nothing (it calls nothing) */
+};
+
 struct py_thread {
 	__u64 tstate;
 	__u64 retry_ns; /* tstate == 0: when to look for it again */
-	__u64 top_frame;
-	__u64 top_code;
-	__u64 top_instr;
-	__u64 top_caller; /* its caller's code and instruction, hashed (frame_key) */
+	__u64 stack_hash; /* of the last submitted read's frames (stack_step) */
 	__u32 submitted; /* a read was submitted since the thread was first seen */
 	__u32 busy;	 /* a read is under way: one that interrupts it (tick, switch) waits */
+	struct py_words scratch;
 	struct py_stack_rec rec;
 };
 
@@ -176,12 +180,13 @@ static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str, _
  * function: only *previous is set; -1: unreadable. A global function: verified once, not at
  * each of its callers' paths. */
 __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_frame *out,
-			  __u64 *previous)
+			  __u64 *previous, struct py_words *scr)
 {
 	struct frame_words fw;
-	__u32 n;
+	__u32 n, nl = 0;
+	__u64 code;
 
-	if (!cfg || !out || !previous)
+	if (!cfg || !out || !previous || !scr)
 		return -1;
 	n = cfg->frame_read;
 	if (!n || n > PY_FRAME_READ ||
@@ -191,68 +196,76 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 	if ((cfg->flags & PY_CFG_OWNER) &&
 	    ((__u8 *)fw.w)[cfg->frame_owner & (PY_FRAME_READ - 1)] == cfg->owner_cstack)
 		return 1;
-	out->code = fw.w[(cfg->frame_code / 8) & (PY_FRAME_READ / 8 - 1)];
+	code = fw.w[(cfg->frame_code / 8) & (PY_FRAME_READ / 8 - 1)];
 	out->instr = fw.w[(cfg->frame_prev_instr / 8) & (PY_FRAME_READ / 8 - 1)];
-	/* fw is read: its words take the name (not another stack slot: see name_fp) */
-	out->name = 0;
-	if (out->code && !bpf_probe_read_user(fw.w, sizeof(fw.w[0]),
-					      (const void *)(out->code + cfg->code_qualname)))
-		out->name = fw.w[0];
-	out->name_fp = name_fp(cfg, out->name, fw.w);
+	/* out holds what the thread's last read found at this depth: the same code there still
+	 * has the name it had (the stack is read at each tick; a code object freed and another
+	 * made at its address in between fails the fingerprint, and goes unnamed) */
+	if (code != out->code || !out->name) {
+		out->code = code;
+		out->name = code ? read_ptr(code + cfg->code_qualname) : 0;
+		/* fw is read: its words take the name (not another stack slot: see name_fp) */
+		out->name_fp = name_fp(cfg, out->name, fw.w);
+	}
+	/* the first locals: a caller's do not move while its callee runs (struct py_frame) */
+	out->locals = 0;
+	if (scr->want && out->code &&
+	    !bpf_probe_read_user(&nl, sizeof(nl), (const void *)(out->code + cfg->code_nlocals))) {
+		if (nl > PY_LOCALS_HASHED)
+			nl = PY_LOCALS_HASHED;
+		barrier_var(nl); /* the bound on the register the helper gets */
+		if (nl && nl <= PY_LOCALS_HASHED &&
+		    !bpf_probe_read_user(scr->w, nl * 8,
+					 (const void *)(frame + cfg->frame_localsplus))) {
+			__u64 h = nl;
+
+			for (int i = 0; i < PY_LOCALS_HASHED; i++)
+				if (i < nl)
+					h = (h ^ scr->w[i]) * 0x9e3779b97f4a7c15ULL;
+			out->locals = h;
+		}
+	}
 	return 0;
 }
 
-/* A frame's code and instruction in one word, in one read, the entry shims of the C stack (3.12
- * on) skipped: the innermost frame alone does not tell a stack from its sibling (read_a() and
- * read_b() each calling wait() put wait's frame at the same address, at the same instruction),
- * its caller does. 0 when unreadable. */
-__noinline __u64 frame_key(const struct py_proc_cfg *cfg, __u64 frame)
+/* One frame into a read's identity: where it is, what runs, where, and its locals. */
+static __always_inline __u64 stack_step(__u64 h, __u64 frame, const struct py_frame *f)
 {
-	struct frame_words fw;
-	__u32 n;
-
-	if (!cfg)
-		return 0;
-	n = cfg->frame_read;
-	for (int i = 0; i < 2 && frame; i++) {
-		if (!n || n > PY_FRAME_READ ||
-		    bpf_probe_read_user(&fw, n, (const void *)(frame + cfg->frame_base)))
-			return 0;
-		if ((cfg->flags & PY_CFG_OWNER) &&
-		    ((__u8 *)fw.w)[cfg->frame_owner & (PY_FRAME_READ - 1)] == cfg->owner_cstack) {
-			frame = fw.w[(cfg->frame_previous / 8) & (PY_FRAME_READ / 8 - 1)];
-			continue;
-		}
-		return fw.w[(cfg->frame_code / 8) & (PY_FRAME_READ / 8 - 1)] ^
-		       (fw.w[(cfg->frame_prev_instr / 8) & (PY_FRAME_READ / 8 - 1)] *
-			0x9e3779b97f4a7c15ULL);
-	}
-	return 0;
+	h = (h ^ frame) * 0x9e3779b97f4a7c15ULL;
+	h = (h ^ f->code) * 0x9e3779b97f4a7c15ULL;
+	h = (h ^ f->instr) * 0x9e3779b97f4a7c15ULL;
+	return (h ^ f->locals) * 0x9e3779b97f4a7c15ULL;
 }
 
 struct walk_ctx {
 	const struct py_proc_cfg *cfg;
 	struct py_stack_rec *rec;
+	struct py_words *scr;
 	__u64 frame; /* the next one to read; 0 at the end of the stack */
+	__u64 hash;  /* stack_step over the frames read */
 	__u32 depth;
 	bool fault;
 };
 
 static long walk_step(__u32 i, struct walk_ctx *w)
 {
+	struct py_frame *f;
 	__u64 next = 0;
 	int ret;
 
 	if (!w->frame || w->depth >= PY_MAX_FRAMES)
 		return 1;
-	ret = read_frame(w->cfg, w->frame, &w->rec->frames[w->depth & (PY_MAX_FRAMES - 1)], &next);
+	f = &w->rec->frames[w->depth & (PY_MAX_FRAMES - 1)];
+	ret = read_frame(w->cfg, w->frame, f, &next, w->scr);
 	if (ret < 0) {
 		w->fault = true;
 		w->frame = 0;
 		return 1;
 	}
-	if (!ret)
+	if (!ret) {
+		w->hash = stack_step(w->hash, w->frame, f);
 		w->depth++;
+	}
 	w->frame = next;
 	return 0;
 }
@@ -264,7 +277,7 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	struct py_stack_rec *rec = &th->rec;
 	/* the innermost frame is read into the record (the thread's own): not on the stack */
 	struct py_frame *top = &rec->frames[0];
-	__u64 tstate, frame, next = 0, caller, code, instr;
+	__u64 tstate, frame, next = 0, hash = 0;
 	__u32 depth = 0, flags = 0;
 	void *ring;
 	__u64 size;
@@ -278,44 +291,34 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	if (cfg->flags & PY_CFG_CFRAME)
 		frame = read_ptr(frame + cfg->cframe_current_frame);
 	/* an entry shim on top (a C call into Python just began or ends): the stack below it */
-	ret = frame ? read_frame(cfg, frame, top, &next) : 0;
+	th->scratch.want = 0;
+	ret = frame ? read_frame(cfg, frame, top, &next, &th->scratch) : 0;
 	if (ret > 0) {
 		frame = next;
-		ret = frame ? read_frame(cfg, frame, top, &next) : 0;
+		ret = frame ? read_frame(cfg, frame, top, &next, &th->scratch) : 0;
 	}
 	if (ret) {
 		/* not an empty stack: a stack that could not be read (userspace skips it) */
 		flags = PY_FAULT;
 		frame = 0;
 		count(CNT_PY_FAULTS);
+		th->submitted = 0;
 		goto submit;
 	}
-	/* Same innermost frame at the same instruction, called from the same place: the same
-	 * stack, only the time is news. (An empty stack leaves the record's frame as it was.) */
-	code = frame ? top->code : 0;
-	instr = frame ? top->instr : 0;
-	caller = frame && next ? frame_key(cfg, next) : 0;
-	if (th->submitted && frame == th->top_frame && code == th->top_code &&
-	    instr == th->top_instr && caller == th->top_caller) {
-		flags = PY_SAME;
-		frame = 0;
-		goto submit;
-	}
-	th->submitted = 1;
-	th->top_frame = frame;
-	th->top_code = code;
-	th->top_instr = instr;
-	th->top_caller = caller;
 	if (frame) {
+		hash = stack_step(0, frame, top);
 		depth = 1;
 		frame = next;
 	}
 	if (frame) {
-		struct walk_ctx w = { .cfg = cfg, .rec = rec, .frame = frame, .depth = 1 };
+		struct walk_ctx w = { .cfg = cfg, .rec = rec, .scr = &th->scratch, .frame = frame,
+				      .hash = hash, .depth = 1 };
 
+		th->scratch.want = 1;
 		bpf_loop(PY_MAX_FRAMES - 1, walk_step, &w, 0);
 		depth = w.depth;
 		frame = w.frame;
+		hash = w.hash;
 		if (w.fault) {
 			flags |= PY_FAULT;
 			count(CNT_PY_FAULTS);
@@ -325,6 +328,17 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 		flags |= PY_TRUNCATED;
 		count(CNT_PY_TRUNCATED);
 	}
+	/* Every frame where it was, at the same instruction, each caller's locals unchanged: the
+	 * same calls, only the time is news. The whole stack, not its innermost frames: a loop
+	 * calling stage() that calls sleep() shows the same two frames at each call; its own
+	 * variable moved on. (An empty stack leaves the record's frames as they were.) */
+	if (!(flags & PY_FAULT) && th->submitted && hash == th->stack_hash) {
+		flags = PY_SAME;
+		depth = 0;
+		goto submit;
+	}
+	th->submitted = !(flags & PY_FAULT);
+	th->stack_hash = hash;
 submit:
 	rec->type = REC_PY_STACK;
 	rec->reason = reason;

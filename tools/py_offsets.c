@@ -109,6 +109,9 @@ int main(void)
 	F(frame_prev_instr, offsetof(PyFrameObject, f_lasti));
 	F(frame_owner, offsetof(PyFrameObject, f_code)); /* no owner: never the C stack's */
 	F(frame_owner_cstack, 256);
+	/* the frame's locals (arguments first), and how many the code has */
+	F(frame_localsplus, offsetof(PyFrameObject, f_localsplus));
+	F(code_nlocals, offsetof(PyCodeObject, co_nlocals));
 #else
 	F(frame_kind, 2);
 #if PY_MINOR_VERSION <= 12
@@ -127,6 +130,8 @@ int main(void)
 #endif
 	F(frame_previous, offsetof(_PyInterpreterFrame, previous));
 	F(frame_owner, offsetof(_PyInterpreterFrame, owner));
+	F(frame_localsplus, offsetof(_PyInterpreterFrame, localsplus));
+	F(code_nlocals, offsetof(PyCodeObject, co_nlocalsplus));
 #if PY_MINOR_VERSION >= 12
 	/* an entry frame _PyEval_EvalFrameDefault keeps on the C stack: not a Python function */
 	F(frame_owner_cstack, FRAME_OWNED_BY_CSTACK);

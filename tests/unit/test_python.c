@@ -192,6 +192,39 @@ static void test_spans(void)
 	py_spans__free(s);
 }
 
+/* The same function called again from the same line, its frame at the same address and
+ * instruction: its caller's locals tell the calls apart (a loop's variable moved on). */
+static void test_back_to_back_calls(void)
+{
+	struct py_spans *s = py_spans__new(&ops, NULL);
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = PY_READ_TICK, .pid = 1, .tid = 7,
+				  .depth = 2 };
+	const struct got_span *g;
+
+	nspans = 0;
+	r.frames[1] = (struct py_frame){ .code = 1, .instr = 10, .locals = 100 };
+	r.frames[0] = (struct py_frame){ .code = 2, .instr = 5 };
+	for (uint64_t ts = 100; ts <= 300; ts += 100) {
+		/* main's locals stay put over two reads of one call, then its loop moves on */
+		r.frames[1].locals = 100 + (ts == 300);
+		r.frames[0].locals = ts; /* the innermost frame's own locals say nothing */
+		r.ts = ts;
+		py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + 2 * sizeof(r.frames[0]));
+	}
+	CHECK(nspans == 1);
+	CHECK((g = find(2, 0)) && g->start == 100 && g->end == 250);
+	/* called again, and the new call blocks at 400: it worked before it blocked, as the one
+	 * before did; they part midway */
+	r.frames[1].locals = 102;
+	r.reason = PY_READ_BLOCK;
+	r.ts = 400;
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + 2 * sizeof(r.frames[0]));
+	CHECK(nspans == 2 && (g = find(2, 1)) && g->start == 250 && g->end == 350);
+	py_spans__close_all(s, 0, 500);
+	CHECK(nspans == 4 && (g = find(2, 2)) && g->start == 350 && g->end == 500);
+	py_spans__free(s);
+}
+
 /* A wait inside the interpreter (PY_READ_WAIT: a lock, the GIL taken back): its unchanged
  * entry read and its end say nothing of when the frames change, so the switch-in still marks
  * the change; and what follows starts after the wait, beside it, never across it. */
@@ -464,6 +497,7 @@ int main(void)
 {
 	RUN(test_linetable);
 	RUN(test_spans);
+	RUN(test_back_to_back_calls);
 	RUN(test_interpreter_waits);
 	RUN(test_truncated_read);
 	RUN(test_offsets);

@@ -81,6 +81,8 @@ int py_version__bpf_cfg(const struct py_offsets *o, uint64_t runtime, struct py_
 	cfg->frame_prev_instr = o->frame_prev_instr - base;
 	cfg->frame_owner = o->frame_owner - base;
 	cfg->owner_cstack = o->frame_owner_cstack;
+	cfg->frame_localsplus = o->frame_localsplus;
+	cfg->code_nlocals = o->code_nlocals;
 	cfg->code_qualname = o->code_qualname;
 	cfg->str_length = o->str_length;
 	cfg->str_ascii_data = o->str_ascii_data;

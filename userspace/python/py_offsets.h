@@ -17,6 +17,7 @@ struct py_offsets {
 	uint32_t has_cframe;	    /* tstate_frame points to a _PyCFrame (3.11, 3.12) */
 	uint32_t tstate_frame, cframe_current_frame;
 	uint32_t frame_code, frame_previous, frame_prev_instr, frame_owner, frame_owner_cstack;
+	uint32_t frame_localsplus, code_nlocals; /* a frame's locals, and their count (an int) */
 	uint32_t code_filename, code_name, code_qualname, has_qualname, code_firstlineno;
 	uint32_t line_format; /* 1 co_lnotab, 2 3.10's co_linetable, 3 the location table */
 	uint32_t code_linetable, code_adaptive, code_unit_size;

@@ -94,7 +94,7 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	uint32_t d = r->depth, k = 0;
 	uint64_t lower, split;
 	struct py_stack *st;
-	bool resumed;
+	bool resumed, again;
 
 	if (size < offsetof(struct py_stack_rec, frames) || d > PY_MAX_FRAMES || d > have)
 		return;
@@ -119,22 +119,31 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 		st->last = r->ts;
 	if (r->flags & PY_SAME)
 		return;
-	/* one point where what ended ends and what is new starts, so that siblings never overlap */
-	if (r->reason == PY_READ_BLOCK)
-		split = r->ts;
-	else if (resumed)
-		split = lower;
-	else
-		split = lower + (r->ts - lower) / 2;
-	/* the frames both have, from the outermost: same code, called from the same place */
+	/* the frames both have, from the outermost: same code, called from the same place by the
+	 * same call of its caller (whose locals do not move while it waits for its callee) */
 	while (k < d && k < st->depth) {
 		const struct py_frame *f = &r->frames[d - 1 - k];
 
 		if (f->code != st->v[k].code ||
-		    (k && r->frames[d - k].instr != st->v[k].parent_instr))
+		    (k && (r->frames[d - k].instr != st->v[k].parent_instr ||
+			   r->frames[d - k].locals != st->v[k].parent_locals)))
 			break;
 		k++;
 	}
+	/* the first frame that differs is the same function called again from the same line */
+	again = k && k < d && k < st->depth && r->frames[d - 1 - k].code == st->v[k].code &&
+		r->frames[d - k].instr == st->v[k].parent_instr;
+	/* One point where what ended ends and what is new starts, so that siblings never overlap.
+	 * At a block, what ended ended there (what waits blocks at once), unless the function
+	 * that blocks is the one that ended, called again: its new call did what the old one did
+	 * before it blocked, and they part midway, as at a tick. When nothing ended, what is new
+	 * may have worked before it blocked: midway too. */
+	if (r->reason == PY_READ_BLOCK && !again && k < st->depth)
+		split = r->ts;
+	else if (resumed && r->reason != PY_READ_BLOCK)
+		split = lower;
+	else
+		split = lower + (r->ts - lower) / 2;
 	/* what is new starts after the native calls under the stack returned (a wait inside the
 	 * interpreter does not move st->last): it nests beside them, not across them */
 	for (uint32_t i = 0; i < st->depth; i++)
@@ -147,6 +156,7 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 
 		o->code = f->code;
 		o->parent_instr = i ? r->frames[d - i].instr : 0;
+		o->parent_locals = i ? r->frames[d - i].locals : 0;
 		o->seen = r->ts;
 		o->start = split;
 		o->min_end = 0;

@@ -29,6 +29,7 @@
 struct py_open {
 	uint64_t code;
 	uint64_t parent_instr; /* where the caller was when this frame was first seen */
+	uint64_t parent_locals; /* and the hash of its locals then (struct py_frame.locals) */
 	uint64_t instr;	       /* this frame's latest instruction */
 	uint64_t seen;	       /* the first read that showed it */
 	uint64_t start;	       /* its estimated start */
