@@ -394,6 +394,32 @@ def test_pool_by_pid_is_the_process_tree(tmp):
         os.kill(w, signal.SIGKILL)
 
 
+def test_pool_by_pid_traps_no_other_python(tmp):
+    """-p on a Pool's parent (its workers followed by default): the probes on python3.11 are the
+    traced processes' own. Another Python process on the machine has no breakpoint in its
+    interpreter: the links served every process mapping python3.11, so each of its lock waits
+    and collections trapped while tracer recorded (and its gc semaphores were raised)."""
+    other, (other_pid,) = lib.start_ready(
+        [PYTHON, "-c", "import os, sys; print('ready', os.getpid(), flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE)
+    p, (pid, *workers) = lib.start_ready(
+        [PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "30"],
+        stderr=subprocess.DEVNULL)
+    out = os.path.join(tmp, "pool.json")
+    tr = start_tracer("-p", pid, "-o", out)
+    traced = {w: len(lib.breakpoints(w, "python3.11")) for w in [pid] + workers}
+    untraced = lib.breakpoints(other_pid, "python3.11")
+    tr.send_signal(signal.SIGINT)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert all(traced.values()), traced  # the probes are there: the check sees them
+    assert untraced == [], f"{len(untraced)} breakpoints in pid {other_pid}, not traced"
+    other.stdin.close()
+    assert other.wait(timeout=10) == 0
+    for w in workers + [pid]:
+        os.kill(w, signal.SIGKILL)
+
+
 def test_busy_children_named_with_no_follow(tmp):
     """-p --no-follow on a parent whose work runs in a multiprocessing.Pool: the verdict sees only
     the waiting parent, so the busy workers are named after it, with what would trace them."""

@@ -89,6 +89,17 @@ int exception_hooks__add(struct exception_hooks *h, const struct target *tg, int
 	return ret;
 }
 
+void exception_hooks__forget(struct exception_hooks *h, int pid)
+{
+	size_t k = 0;
+
+	attach__release_pid(&h->links, pid);
+	for (size_t i = 0; i < h->nseen; i++)
+		if (h->seen[i].pid != pid)
+			h->seen[k++] = h->seen[i];
+	h->nseen = k;
+}
+
 void exception_hooks__free(struct exception_hooks *h)
 {
 	attach__detach(&h->links);

@@ -27,6 +27,9 @@ struct exception_hooks {
  * err set. */
 int exception_hooks__add(struct exception_hooks *h, const struct target *tg, int pid,
 			 const struct attach_sites *sites, char *err, size_t errlen);
+/* Releases the hooks of process pid (exited, or exec'd another program) and what was looked at
+ * in it. */
+void exception_hooks__forget(struct exception_hooks *h, int pid);
 void exception_hooks__free(struct exception_hooks *h);
 
 #endif

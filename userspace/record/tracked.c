@@ -49,6 +49,11 @@ int tracked__add(struct tracked *t, int pid, char *err, size_t errlen)
 	return 0;
 }
 
+void tracked__drop_last(struct tracked *t)
+{
+	target__close(&t->targets[--t->ntargets]);
+}
+
 static bool linked(const struct tracked *t, const struct mapped_object *o)
 {
 	for (size_t i = 0; i < t->nlinked; i++)
@@ -332,6 +337,14 @@ int tracked__rescan(struct tracked *t, char *err, size_t errlen)
 	if (!ret)
 		ret = pick_late_packs(t, err, errlen);
 	return ret ? ret : (int)(after - before);
+}
+
+void tracked__release(struct tracked *t, int pid)
+{
+	if ((t->resolve_flags & RESOLVE_SHARED) || pid <= 0)
+		return;
+	attach__release_pid(&t->attachment, pid);
+	exception_hooks__forget(&t->exceptions, pid);
 }
 
 /* Library folders searched with -a for objects no process maps yet. */
