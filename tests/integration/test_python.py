@@ -4,6 +4,7 @@ import collections
 import glob
 import os
 import re
+import shutil
 import signal
 import subprocess
 
@@ -399,11 +400,18 @@ def test_pool_by_pid_traps_no_other_python(tmp):
     traced processes' own. Another Python process on the machine has no breakpoint in its
     interpreter: the links served every process mapping python3.11, so each of its lock waits
     and collections trapped while tracer recorded (and its gc semaphores were raised)."""
+    # an interpreter of the test's own (its standard library the system's): another tracer on
+    # the machine cannot have probed it
+    python = os.path.join(tmp, "bin", "python3.11")
+    os.makedirs(os.path.join(tmp, "bin"))
+    os.makedirs(os.path.join(tmp, "lib"))
+    shutil.copy2(os.path.realpath(PYTHON), python)
+    os.symlink("/usr/lib/python3.11", os.path.join(tmp, "lib", "python3.11"))
     other, (other_pid,) = lib.start_ready(
-        [PYTHON, "-c", "import os, sys; print('ready', os.getpid(), flush=True); sys.stdin.read()"],
+        [python, "-c", "import os, sys; print('ready', os.getpid(), flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE)
     p, (pid, *workers) = lib.start_ready(
-        [PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "30"],
+        [python, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "30"],
         stderr=subprocess.DEVNULL)
     out = os.path.join(tmp, "pool.json")
     tr = start_tracer("-p", pid, "-o", out)
