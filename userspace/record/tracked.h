@@ -40,6 +40,7 @@ struct tracked {
 	struct bpf_map *targets_map, *cfg_map;
 	struct bpf_map *usdt_map; /* how USDT probes fetch their arguments */
 	struct exception_hooks exceptions; /* where C++ exceptions end calls */
+	struct sym_cache syms; /* the objects' symbols, read once for every process mapping them */
 	bool no_args;
 };
 
