@@ -361,3 +361,26 @@ def wait_probes_gone(tracer=None, timeout=5):
     while left() and time.monotonic() < deadline:
         time.sleep(0.1)
     return left() == []
+
+
+def breakpoints(pid, name):
+    """Where the code of process pid differs from the file it maps by basename name: the file
+    offsets of the breakpoints uprobes wrote into that process (each probe hit is a trap)."""
+    found = []
+    with open(f"/proc/{pid}/maps") as f:
+        maps = [l.split() for l in f]
+    for addr, perms, off, _dev, _inode, *path in maps:
+        if "x" not in perms or not path or os.path.basename(path[0]) != name:
+            continue
+        lo, hi = (int(x, 16) for x in addr.split("-"))
+        with open(f"/proc/{pid}/map_files/{lo:x}-{hi:x}", "rb") as obj:
+            obj.seek(int(off, 16))
+            want = obj.read(hi - lo)
+        with open(f"/proc/{pid}/mem", "rb") as mem:
+            mem.seek(lo)
+            got = mem.read(len(want))
+        for k in range(0, len(want), 4096):  # page by page: megabytes of code
+            if want[k:k + 4096] != got[k:k + 4096]:
+                found += [int(off, 16) + k + i for i, (a, b) in
+                          enumerate(zip(want[k:k + 4096], got[k:k + 4096])) if a != b]
+    return found

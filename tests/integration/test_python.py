@@ -4,6 +4,7 @@ import collections
 import glob
 import os
 import re
+import shutil
 import signal
 import subprocess
 
@@ -391,6 +392,39 @@ def test_pool_by_pid_is_the_process_tree(tmp):
     trace, text = load_trace(out)
     assert check_format(trace, text) == []
     assert {e["pid"] for e in spans(trace) if e["name"] == "featurize"} == set(workers)
+    for w in workers + [pid]:
+        os.kill(w, signal.SIGKILL)
+
+
+def test_pool_by_pid_traps_no_other_python(tmp):
+    """-p on a Pool's parent (its workers followed by default): the probes on python3.11 are the
+    traced processes' own. Another Python process on the machine has no breakpoint in its
+    interpreter: the links served every process mapping python3.11, so each of its lock waits
+    and collections trapped while tracer recorded (and its gc semaphores were raised)."""
+    # an interpreter of the test's own (its standard library the system's): another tracer on
+    # the machine cannot have probed it
+    python = os.path.join(tmp, "bin", "python3.11")
+    os.makedirs(os.path.join(tmp, "bin"))
+    os.makedirs(os.path.join(tmp, "lib"))
+    shutil.copy2(os.path.realpath(PYTHON), python)
+    os.symlink("/usr/lib/python3.11", os.path.join(tmp, "lib", "python3.11"))
+    other, (other_pid,) = lib.start_ready(
+        [python, "-c", "import os, sys; print('ready', os.getpid(), flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE)
+    p, (pid, *workers) = lib.start_ready(
+        [python, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "30"],
+        stderr=subprocess.DEVNULL)
+    out = os.path.join(tmp, "pool.json")
+    tr = start_tracer("-p", pid, "-o", out)
+    traced = {w: len(lib.breakpoints(w, "python3.11")) for w in [pid] + workers}
+    untraced = lib.breakpoints(other_pid, "python3.11")
+    tr.send_signal(signal.SIGINT)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    assert all(traced.values()), traced  # the probes are there: the check sees them
+    assert untraced == [], f"{len(untraced)} breakpoints in pid {other_pid}, not traced"
+    other.stdin.close()
+    assert other.wait(timeout=10) == 0
     for w in workers + [pid]:
         os.kill(w, signal.SIGKILL)
 

@@ -9,12 +9,15 @@
  *     prints "thread TID", and execs PROGRAM ARGS (the kernel gives it the main thread's id).
  *   spawner --wait-signal churn N: N children one after another, each calls work() once and
  *     exits, reaped before the next starts; prints "last PID" (the last child) at the end.
+ *   spawner --wait-signal fork-steady MS: forks a child that calls work() once a millisecond
+ *     for MS ms; prints "child PID NS", NS the CLOCK_MONOTONIC time of the fork, and waits.
  *   spawner work N: calls work() N times, at once.
  */
 #define _GNU_SOURCE /* gettid */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +91,35 @@ static int do_churn(int n)
 	return 0;
 }
 
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int do_fork_steady(int ms)
+{
+	struct timespec one_ms = { 0, 1000 * 1000 };
+	uint64_t forked = monotonic_ns(), end = forked + (uint64_t)ms * 1000000;
+	pid_t child = fork();
+	int st;
+
+	if (child < 0)
+		return 1;
+	if (child == 0) {
+		for (int i = 0; monotonic_ns() < end; i++) {
+			work(i);
+			nanosleep(&one_ms, NULL);
+		}
+		_exit(0);
+	}
+	printf("child %d %llu\n", child, (unsigned long long)forked);
+	fflush(stdout);
+	return waitpid(child, &st, 0) == child && WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : 1;
+}
+
 struct thread_exec {
 	int n;
 	char **prog;
@@ -149,6 +181,10 @@ int main(int argc, char **argv)
 		wait_signal();
 		return do_churn(atoi(argv[3]));
 	}
+	if (argc == 4 && !strcmp(argv[1], "--wait-signal") && !strcmp(argv[2], "fork-steady")) {
+		wait_signal();
+		return do_fork_steady(atoi(argv[3]));
+	}
 	if (argc == 5 && !strcmp(argv[1], "--wait-signal") && !strcmp(argv[2], "dlopen")) {
 		wait_signal();
 		return do_dlopen(argv[3], atoi(argv[4]));
@@ -162,6 +198,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "dlopen"))
 		return do_dlopen(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: spawner --wait-signal fork|thread-exec N PROGRAM ARGS... | "
-			"--wait-signal churn N | [--wait-signal] dlopen LIBRARY N | work N\n");
+			"--wait-signal churn N | --wait-signal fork-steady MS | [--wait-signal] dlopen "
+			"LIBRARY N | work N\n");
 	return 2;
 }

@@ -644,6 +644,18 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 		    char *err, size_t errlen)
 {
 	struct sym_cache cache = { 0 };
+	int ret = resolve__probes_cached(specs, targets, ntargets, flags, table, sites, &cache,
+					 err, errlen);
+
+	sym_cache__free(&cache);
+	return ret;
+}
+
+int resolve__probes_cached(const struct probe_specs *specs, struct target *targets,
+			   size_t ntargets, unsigned int flags, struct probe_table *table,
+			   struct attach_sites *sites, struct sym_cache *cache, char *err,
+			   size_t errlen)
+{
 	struct usdt_cache ucache = { 0 };
 	struct index_list found = { 0 };
 	struct matched_list matched = { 0 };
@@ -670,7 +682,7 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 								  &ucache, table, sites) > 0;
 				else
 					matched_any |= resolve_functions(
-						spec, &targets[t], o, flags, &cache, &found, table,
+						spec, &targets[t], o, flags, cache, &found, table,
 						&matched, &ifunc, &warned_go, &warned_switch);
 			}
 		}
@@ -693,16 +705,15 @@ int resolve__probes(const struct probe_specs *specs, struct target *targets, siz
 				 "list)", spec->origin, ifunc);
 			ret = -ENOENT;
 		} else if (!matched_any) {
-			no_match_error(spec, targets, ntargets, &cache, &ucache, object_matched, err,
+			no_match_error(spec, targets, ntargets, cache, &ucache, object_matched, err,
 				       errlen);
 			ret = -ENOENT;
 		}
 	}
-	place_all(table, &matched, &cache);
+	place_all(table, &matched, cache);
 	add_sites(sites, table, &matched);
 	free(matched.v);
 	free(found.v);
-	sym_cache__free(&cache);
 	usdt_cache__free(&ucache);
 	return ret;
 }

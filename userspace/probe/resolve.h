@@ -7,6 +7,7 @@
 #include "events.h"
 #include "elf/insn.h"
 #include "probe/probe_spec.h"
+#include "probe/sym_index.h"
 #include "record/target.h"
 
 #include <stdint.h>
@@ -86,6 +87,12 @@ enum resolve_flags {
 int resolve__probes(const struct probe_specs *specs, struct target *targets, size_t ntargets,
 		    unsigned int flags, struct probe_table *table, struct attach_sites *sites,
 		    char *err, size_t errlen);
+/* The same with the symbols the caller keeps from one resolution to the next (each followed
+ * child maps the objects its parent did: read once). */
+int resolve__probes_cached(const struct probe_specs *specs, struct target *targets,
+			   size_t ntargets, unsigned int flags, struct probe_table *table,
+			   struct attach_sites *sites, struct sym_cache *cache, char *err,
+			   size_t errlen);
 
 /* Adds a function's site (offset in o, probe id cookie) to the sites of pid's mapping of o
  * of that kind (entry_only: no return probe; at_exit: one of its exits). */

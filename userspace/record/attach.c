@@ -241,7 +241,9 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 			}
 			a->links = xrealloc(a->links, a->nlinks + 1, sizeof(*a->links));
 			a->link_cookies = xrealloc(a->link_cookies, a->nlinks + 1, sizeof(uint64_t));
+			a->link_pids = xrealloc(a->link_pids, a->nlinks + 1, sizeof(int));
 			a->link_cookies[a->nlinks] = s->cookies[k];
+			a->link_pids[a->nlinks] = s->pid;
 			a->links[a->nlinks++] = l;
 		}
 	}
@@ -299,11 +301,24 @@ static void *destroy_link(void *arg)
 	return NULL;
 }
 
+/* Joins the closing threads that are done: a recording that releases the links of thousands
+ * of short-lived children keeps only the ones still waiting. */
+static void reap_closers(struct attachment *a)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < a->nclosers; i++)
+		if (pthread_tryjoin_np(a->closers[i], NULL))
+			a->closers[k++] = a->closers[i];
+	a->nclosers = k;
+}
+
 static void retire(struct attachment *a, void *(*close_it)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	pthread_t t;
 
+	reap_closers(a);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, CLOSER_STACK);
 	if (pthread_create(&t, &attr, close_it, arg)) {
@@ -403,6 +418,74 @@ size_t attach__shed(struct attachment *a, const bool *shed, size_t nids)
 	return n;
 }
 
+/* The links of one process, closed on one thread: returns first, as in attach__detach. */
+struct closing {
+	int *fds;
+	struct bpf_link **links;
+	size_t nfds, nlinks;
+};
+
+static void *close_all(void *arg)
+{
+	struct closing *c = arg;
+
+	for (size_t i = 0; i < c->nfds; i++)
+		close(c->fds[i]);
+	for (size_t i = 0; i < c->nlinks; i++)
+		bpf_link__destroy(c->links[i]);
+	free(c->fds);
+	free(c->links);
+	free(c);
+	return NULL;
+}
+
+void attach__release_pid(struct attachment *a, int pid)
+{
+	struct closing *c = xcalloc(1, sizeof(*c));
+	size_t k = 0;
+
+	c->fds = xcalloc(a->nfds + 1, sizeof(int));
+	c->links = xcalloc(a->nlinks + 1, sizeof(*c->links));
+	for (int ret = 1; ret >= 0; ret--)
+		for (size_t i = 0; i < a->nfds; i++)
+			if (a->ranges[i].pid == pid && a->link_is_return[i] == ret &&
+			    a->link_fds[i] >= 0)
+				c->fds[c->nfds++] = a->link_fds[i];
+	/* the others move down: the arrays stay as long as the links of live processes */
+	for (size_t i = 0; i < a->nfds; i++) {
+		if (a->ranges[i].pid == pid) {
+			free(a->ranges[i].path);
+			free(a->ranges[i].offsets);
+			free(a->ranges[i].cookies);
+			free(a->ranges[i].ref_ctr_offsets);
+			continue;
+		}
+		a->link_fds[k] = a->link_fds[i];
+		a->link_is_return[k] = a->link_is_return[i];
+		a->ranges[k++] = a->ranges[i];
+	}
+	a->nfds = k;
+	k = 0;
+	for (size_t i = 0; i < a->nlinks; i++) {
+		if (a->link_pids[i] == pid) {
+			if (a->links[i])
+				c->links[c->nlinks++] = a->links[i];
+			continue;
+		}
+		a->links[k] = a->links[i];
+		a->link_cookies[k] = a->link_cookies[i];
+		a->link_pids[k++] = a->link_pids[i];
+	}
+	a->nlinks = k;
+	if (c->nfds || c->nlinks) {
+		retire(a, close_all, c);
+	} else {
+		free(c->fds);
+		free(c->links);
+		free(c);
+	}
+}
+
 /* Waits a few seconds at most for the closing threads; those still waiting on the kernel then
  * are left to it (the process ends when they do). */
 static void wait_closers(struct attachment *a)
@@ -446,8 +529,10 @@ void attach__detach(struct attachment *a)
 	}
 	free(a->ranges);
 	free(a->link_cookies);
+	free(a->link_pids);
 	a->ranges = NULL;
 	a->link_cookies = NULL;
+	a->link_pids = NULL;
 	free(a->link_fds);
 	free(a->link_is_return);
 	free(a->links);

@@ -33,6 +33,7 @@ struct attachment {
 	size_t nfds;
 	struct bpf_link **links; /* the per-probe fallback (NULL: shed) */
 	uint64_t *link_cookies;	 /* the probe id of each */
+	int *link_pids;		 /* the process of each (0: every process) */
 	size_t nlinks;
 	size_t nprobes; /* functions attached, counted once per process */
 	struct bpf_program *usdt_end;
@@ -81,6 +82,10 @@ size_t attach__shed(struct attachment *a, const bool *shed, size_t nids);
  * those sites are skipped. */
 void attach__set_programs(struct attachment *a, struct bpf_program *usdt_end,
 			  struct bpf_program *at_exit);
+
+/* Closes the links of process pid (one that exited, or whose old program an exec replaced), off
+ * this thread, and forgets them. */
+void attach__release_pid(struct attachment *a, int pid);
 
 /* Closes every link, all at once (returns, then entries, each its own thread), and waits for
  * the kernel to let go of them, for a few seconds at most: then says so and returns. */

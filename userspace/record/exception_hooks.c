@@ -53,11 +53,12 @@ static bool may_define(const struct mapped_object *o, int pid, const struct atta
 	return o->is_exe || has_exits(sites, pid, o);
 }
 
-static void find_hooks(const struct mapped_object *o, int pid, struct attach_sites *sites)
+static void find_hooks(const struct mapped_object *o, int pid, struct sym_cache *cache,
+		       struct attach_sites *sites)
 {
-	struct elf_syms *syms = NULL;
+	const struct elf_syms *syms = sym_cache__get(cache, o);
 
-	if (elf_syms__open(o->open_path, &syms))
+	if (!syms)
 		return;
 	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
 		const struct elf_sym *s = elf_syms__find(syms, hooks[i].name);
@@ -66,11 +67,11 @@ static void find_hooks(const struct mapped_object *o, int pid, struct attach_sit
 		if (s && s->global && !s->ifunc && s->offset)
 			attach_sites__add(sites, pid, o, s->offset, hooks[i].hook, true, false);
 	}
-	elf_syms__free(syms);
 }
 
 int exception_hooks__add(struct exception_hooks *h, const struct target *tg, int pid,
-			 const struct attach_sites *sites, char *err, size_t errlen)
+			 const struct attach_sites *sites, struct sym_cache *cache, char *err,
+			 size_t errlen)
 {
 	struct attach_sites found = { 0 };
 	int ret = 0;
@@ -79,7 +80,7 @@ int exception_hooks__add(struct exception_hooks *h, const struct target *tg, int
 		return 0;
 	for (size_t k = 0; k < tg->nobjs; k++)
 		if (may_define(&tg->objs[k], pid, sites) && !seen(h, pid, &tg->objs[k]))
-			find_hooks(&tg->objs[k], pid, &found);
+			find_hooks(&tg->objs[k], pid, cache, &found);
 	for (size_t i = 0; i < found.cnt; i++)
 		pr_debug("pid %d: %zu exception hooks in %s", tg->pid, found.v[i].cnt,
 			 found.v[i].object);
@@ -87,6 +88,17 @@ int exception_hooks__add(struct exception_hooks *h, const struct target *tg, int
 		ret = attach__sites(&h->links, &found, h->prog, h->prog, err, errlen);
 	attach_sites__free(&found);
 	return ret;
+}
+
+void exception_hooks__forget(struct exception_hooks *h, int pid)
+{
+	size_t k = 0;
+
+	attach__release_pid(&h->links, pid);
+	for (size_t i = 0; i < h->nseen; i++)
+		if (h->seen[i].pid != pid)
+			h->seen[k++] = h->seen[i];
+	h->nseen = k;
 }
 
 void exception_hooks__free(struct exception_hooks *h)

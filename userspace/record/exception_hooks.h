@@ -9,6 +9,7 @@
 #define TRACER_EXCEPTION_HOOKS_H
 
 #include "record/attach.h"
+#include "probe/sym_index.h"
 #include "record/target.h"
 
 struct exception_hooks {
@@ -23,10 +24,14 @@ struct exception_hooks {
 };
 
 /* Hooks throws and catches in the objects of target tg (pid: its links' pid, 0 when shared)
- * not looked at yet, if sites has exits for it (at_exit sites of that pid). 0, or -errno with
- * err set. */
+ * not looked at yet, if sites has exits for it (at_exit sites of that pid); their symbols are
+ * read through cache. 0, or -errno with err set. */
 int exception_hooks__add(struct exception_hooks *h, const struct target *tg, int pid,
-			 const struct attach_sites *sites, char *err, size_t errlen);
+			 const struct attach_sites *sites, struct sym_cache *cache, char *err,
+			 size_t errlen);
+/* Releases the hooks of process pid (exited, or exec'd another program) and what was looked at
+ * in it. */
+void exception_hooks__forget(struct exception_hooks *h, int pid);
 void exception_hooks__free(struct exception_hooks *h);
 
 #endif

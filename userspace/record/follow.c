@@ -106,6 +106,9 @@ static void follow_exec(struct recording *r, int pid)
 	if (i >= 0) {
 		struct target *t = &r->tracked.targets[i];
 
+		/* its own links would go on probing the new program where it maps the same
+		 * objects, beside the new ones: twice each call */
+		tracked__release(&r->tracked, pid);
 		/* the old program's objects are gone: read the new ones from scratch */
 		for (size_t k = 0; k < t->nobjs; k++) {
 			free(t->objs[k].path);
@@ -162,6 +165,22 @@ void recording__release_late_stops(struct recording *r, uint64_t now)
 	}
 }
 
+/* Attaches the probes of what the followed process i maps and no probe covers yet. One that
+ * exited meanwhile is no failure. The functions the budget stopped probing stay unprobed. */
+static void probe_new_objects(struct recording *r, int i)
+{
+	const struct target *t = &r->tracked.targets[i];
+
+	if (tracked__attach_new(&r->tracked, false, r->err, sizeof(r->err)) < 0) {
+		if (target__alive(t))
+			pr_warn("pid %d: %s", t->pid, r->err);
+		else
+			pr_debug("pid %d exited before its probes were attached", t->pid);
+	}
+	if (r->budget.nshed)
+		attach__shed(&r->tracked.attachment, r->budget.shed, r->budget.n);
+}
+
 /* Probes what a followed process maps now (at its entry point), then lets it go on. */
 static void follow_entry(struct recording *r, int pid)
 {
@@ -169,8 +188,7 @@ static void follow_entry(struct recording *r, int pid)
 
 	if (i >= 0) {
 		target__read_maps(&r->tracked.targets[i]);
-		if (tracked__attach_new(&r->tracked, false, r->err, sizeof(r->err)) < 0)
-			pr_warn("pid %d: %s", pid, r->err);
+		probe_new_objects(r, i);
 	}
 	for (size_t k = 0; k < r->nstops; k++) {
 		if (r->stop_pids[k] != pid)
@@ -189,10 +207,12 @@ void recording__watch_pidfd(struct recording *r, const struct target *t)
 		epoll_ctl(r->epfd, EPOLL_CTL_ADD, t->pidfd, &ev);
 }
 
-/* The consumer met a new process: a child (--follow), an exec, an entry point reached. */
+/* The consumer met a new process: a child (followed), an exec, an entry point reached. */
 void recording__on_process(void *ctx, const struct task_rec *t)
 {
 	struct recording *r = ctx;
+	__u32 key = t->pid;
+	__u8 one;
 
 	switch (t->event) {
 	case TASK_NEW:
@@ -206,7 +226,20 @@ void recording__on_process(void *ctx, const struct task_rec *t)
 			pr_debug("pid %d: %s", t->pid, r->err);
 			return;
 		}
+		/* the pid opened is the child's while the kernel counts it traced: freed, its pid
+		 * may be another process's by now */
+		if (bpf_map__lookup_elem(r->skel->maps.targets, &key, sizeof(key), &one, 1, 0)) {
+			pr_debug("pid %d exited before tracer took it in", t->pid);
+			tracked__drop_last(&r->tracked);
+			return;
+		}
 		recording__watch_pidfd(r, &r->tracked.targets[r->tracked.ntargets - 1]);
+		/* by default a forked child gets links of its own: its parent's fire only in the
+		 * parent (a uprobe_multi link with a pid filters by its task), so its calls are
+		 * recorded from a few ms after its fork; --follow's shared links record them from
+		 * its first instruction */
+		if (!(r->tracked.resolve_flags & RESOLVE_SHARED))
+			probe_new_objects(r, r->tracked.ntargets - 1);
 		break;
 	case TASK_EXEC:
 		if (r->opts->follow)

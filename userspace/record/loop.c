@@ -223,6 +223,8 @@ static void target_exited(struct recording *r, int pid)
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
 	close(t->pidfd);
 	t->pidfd = -1;
+	/* its links go: thousands of short-lived children leave none behind */
+	tracked__release(&r->tracked, pid);
 	pr_debug("pid %d exited", pid);
 	if ((size_t)i < r->primary && --r->alive == 0 && !r->opts->system_wide)
 		r->stop_reason = "target exited";

@@ -70,8 +70,11 @@ static int prepare(struct recording *r)
 
 	r->tracked.specs = &opts->specs;
 	r->tracked.no_args = opts->no_args;
+	/* links that serve every process mapping an object only where asked: -a, and --follow
+	 * (a child traced from its first instruction); by default each traced process has its
+	 * own, and the others on the machine take no trap */
 	r->tracked.resolve_flags = (opts->entry_only ? RESOLVE_ENTRY_ONLY : 0) |
-				   (opts->follow || opts->system_wide ? RESOLVE_SHARED : 0);
+				   (opts->follow_given || opts->system_wide ? RESOLVE_SHARED : 0);
 	r->multi = r->tracked.attachment.multi = attach__multi_supported();
 	err = opts->cmd ? recording__launch(r) : 0;
 	/* a target with more busy threads than CPUs would starve the reader of CPU time: records

@@ -225,7 +225,7 @@ int recording__load_bpf(struct recording *r)
 	r->skel = skel;
 	skel->rodata->min_dur_ns = o->min_dur_ns;
 	skel->rodata->launch_pid = r->launched;
-	skel->rodata->filter_tgid = o->follow || o->system_wide;
+	skel->rodata->filter_tgid = o->follow_given || o->system_wide; /* shared links */
 	skel->rodata->follow = o->follow;
 	skel->rodata->system_wide = o->system_wide;
 	if (ncpu <= 0) {

@@ -49,6 +49,11 @@ int tracked__add(struct tracked *t, int pid, char *err, size_t errlen)
 	return 0;
 }
 
+void tracked__drop_last(struct tracked *t)
+{
+	target__close(&t->targets[--t->ntargets]);
+}
+
 static bool linked(const struct tracked *t, const struct mapped_object *o)
 {
 	for (size_t i = 0; i < t->nlinked; i++)
@@ -194,7 +199,7 @@ static int hook_exceptions(struct tracked *t, const struct attach_sites *sites, 
 	for (size_t i = 0; !ret && i < t->ntargets; i++)
 		ret = exception_hooks__add(&t->exceptions, &t->targets[i],
 					   t->resolve_flags & RESOLVE_SHARED ? 0 : t->targets[i].pid,
-					   sites, err, errlen);
+					   sites, &t->syms, err, errlen);
 	return ret;
 }
 
@@ -206,14 +211,16 @@ static int attach_specs(struct tracked *t, const struct probe_specs *specs, stru
 	size_t first = t->probes.cnt, refused = t->attachment.nrefused;
 	int ret;
 
-	ret = resolve__probes(specs, views, n, flags, &t->probes, &sites, err, errlen);
+	ret = resolve__probes_cached(specs, views, n, flags, &t->probes, &sites, &t->syms, err,
+				     errlen);
 	if (!ret && t->probes.cnt > bpf_map__max_entries(t->cfg_map)) {
 		snprintf(err, errlen, "%zu functions to probe: at most %u; narrow the -u patterns",
 			 t->probes.cnt, bpf_map__max_entries(t->cfg_map));
 		ret = -E2BIG;
 	}
 	if (!ret) {
-		warn_stepped(&sites);
+		if (t->probes.cnt > first) /* a child's sites are its parent's: said already */
+			warn_stepped(&sites);
 		ret = write_cfgs(t, first, err, errlen);
 		if (!ret)
 			ret = hook_exceptions(t, &sites, err, errlen);
@@ -334,6 +341,14 @@ int tracked__rescan(struct tracked *t, char *err, size_t errlen)
 	return ret ? ret : (int)(after - before);
 }
 
+void tracked__release(struct tracked *t, int pid)
+{
+	if ((t->resolve_flags & RESOLVE_SHARED) || pid <= 0)
+		return;
+	attach__release_pid(&t->attachment, pid);
+	exception_hooks__forget(&t->exceptions, pid);
+}
+
 /* Library folders searched with -a for objects no process maps yet. */
 static const char *const lib_dirs[] = { "/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",
 					"/usr/local/lib", "/usr/lib", "/usr/bin", "/usr/local/bin" };
@@ -415,6 +430,7 @@ void tracked__free(struct tracked *t)
 {
 	attach__detach(&t->attachment);
 	exception_hooks__free(&t->exceptions);
+	sym_cache__free(&t->syms);
 	probe_table__free(&t->probes);
 	for (size_t k = 0; k < t->nlate; k++) {
 		probe_pack__free(&t->late[k].pack);
