@@ -183,6 +183,16 @@ static int attach_range(struct attachment *a, const struct attach_site *s, int p
 	return e ? e : attach_range(a, s, pfd, ret, mid, hi, err, errlen);
 }
 
+/* A process of its own whose probes could not be attached because it has exited meanwhile (a
+ * child followed that ended while tracer set up or took it in): nothing of it to probe. */
+static bool gone(const struct attach_site *s, int e)
+{
+	if (e != -ESRCH || s->pid <= 0)
+		return false;
+	pr_debug("pid %d exited before its probes in %s were attached", s->pid, s->object);
+	return true;
+}
+
 /* The program of a site that is not a span's entry: a USDT end, a function's exits. */
 static struct bpf_program *site_program(const struct attachment *a, const struct attach_site *s)
 {
@@ -204,6 +214,8 @@ static int attach_multi(struct attachment *a, const struct attach_sites *sites, 
 			pfd = bpf_program__fd(site_program(a, s));
 		}
 		e = attach_range(a, s, pfd, ret, 0, s->cnt, err, errlen);
+		if (gone(s, e))
+			continue;
 		if (e)
 			return e;
 	}
@@ -227,6 +239,8 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 			l = bpf_program__attach_uprobe_opts(site_program(a, s) ? site_program(a, s) : prog,
 							    s->pid ? s->pid : -1, s->path,
 							    s->offsets[k], &opts);
+			if (!l && gone(s, -errno))
+				break;
 			if (!l && refused_alone(-errno)) {
 				refuse(a, s->cookies[k], -errno, ret);
 				continue;
