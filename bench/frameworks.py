@@ -64,7 +64,7 @@ def held(b, cmd, hold):
 
 def run_once(b, cmd, args, hold, traced):
     """One run: (CPU seconds, wall seconds) of the target from its start, and tracer's
-    overhead metadata if traced."""
+    overhead metadata (with its own CPU seconds as "tracer_cpu_s") if traced."""
     out = os.path.join(b.TMP, "fw.json")
     p = held(b, cmd, hold)
     tr = None
@@ -88,6 +88,7 @@ def run_once(b, cmd, args, hold, traced):
             if tr.wait(120) != 0:
                 raise RuntimeError(f"tracer failed: {tr.text()[-1500:]}")
             meta = b.trace_metadata(out)["overhead"]
+            meta["tracer_cpu_s"] = tr.cpu_s()
         return ru.ru_utime + ru.ru_stime - cpu0, wall, meta
     finally:
         if p.returncode is None and p.poll() is None:
@@ -98,8 +99,9 @@ def run_once(b, cmd, args, hold, traced):
 
 
 def measure(b, cmd, args, hold, rounds):
-    """Per round: CPU ratio, pace ratio, the rise tracer claims; and the untraced CPU times."""
-    cpu, pace, claim, base = [], [], [], []
+    """Per round: CPU ratio, pace ratio, the rise tracer claims, tracer's own CPU time over the
+    target's; and the untraced CPU times."""
+    cpu, pace, claim, own, base = [], [], [], [], []
     for i in range(rounds):
         got = {}
         for traced in ((False, True) if i % 2 == 0 else (True, False)):
@@ -109,9 +111,10 @@ def measure(b, cmd, args, hold, rounds):
         cpu.append(tc / bc)
         pace.append(bw / tw)
         # the claim, as the rise in CPU time it implies: charged / (the target's CPU less it)
-        own = meta["total_ns"] / max(1, meta["target_cpu_ns"] - meta["total_ns"])
-        claim.append(own)
-    return cpu, pace, claim, base
+        rise = meta["total_ns"] / max(1, meta["target_cpu_ns"] - meta["total_ns"])
+        claim.append(rise)
+        own.append(meta["tracer_cpu_s"] / tc)
+    return cpu, pace, claim, own, base
 
 
 def run(b):
@@ -122,7 +125,7 @@ def run(b):
         if not shutil.which(exe) and not os.access(exe, os.X_OK):
             b.row(SEC, what, "not run", "", "", "", f"no {exe}")
             continue
-        cpu, pace, claim, base = measure(b, cmd, args, hold, rounds)
+        cpu, pace, claim, own, base = measure(b, cmd, args, hold, rounds)
         cm, chw = mean_ci(cpu)
         pm, phw = mean_ci(pace)
         om, ohw = mean_ci(claim)
@@ -130,7 +133,8 @@ def run(b):
               f"CPU {100 * (cm - 1):+.1f}% (95% CI {100 * (cm - 1 - chw):+.1f}% to "
               f"{100 * (cm - 1 + chw):+.1f}%), pace {pm:.3f} (95% CI {pm - phw:.3f} to "
               f"{pm + phw:.3f}); tracer's summary claims {100 * om:+.1f}% "
-              f"(+-{100 * ohw:.1f}), {100 * (om - (cm - 1)):+.1f} points from the measure",
+              f"(+-{100 * ohw:.1f}), {100 * (om - (cm - 1)):+.1f} points from the measure; "
+              f"tracer's own CPU {100 * b.med(own):.0f}% of the target's",
               f"untraced {b.med(base):.2f} s CPU (runs {min(base):.2f}-{max(base):.2f})",
               f"CPU x{cm:.3f} +- {chw:.3f}, pace x{pm:.3f} +- {phw:.3f}",
               "CPU <= +3%, pace >= 0.97, claim within 2 points",
