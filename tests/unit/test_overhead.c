@@ -119,11 +119,50 @@ static void test_accounting(void)
 	overhead__free(&o);
 }
 
+/* The mean run time of the span programs comes from the statistics windows, less the windows
+ * a preemption inflated: three windows at 200 ns a run (entries) and 100 ns (returns), and one
+ * where a run waited 5 ms for a CPU; windows as the event loop records them. */
+static void test_preempted_window(void)
+{
+	const uint64_t calls[INSN_CLASS_MAX] = { [INSN_EMULATED] = 1000 };
+	const int me = getpid();
+	struct empty_probes e;
+	struct overhead o;
+	cJSON *meta, *j;
+
+	CHECK(overhead__start(&o, &me, 1, attach__multi_supported()) == 0);
+	CHECK(empty_probes__open(&e, o.multi) == 0);
+	overhead__watch(&o, e.prog_fd[0], e.prog_fd[1]);
+	free(o.win);
+	o.win = calloc(4, sizeof(*o.win));
+	o.nwin = 4;
+	for (int k = 0; k < 4; k++) {
+		o.win[k].runs[0] = o.win[k].runs[1] = 100;
+		o.win[k].ns[0] = 100 * 200;
+		o.win[k].ns[1] = 100 * 100;
+	}
+	o.win[2].ns[0] += 5000000;
+	overhead__finish(&o, e.prog_fd[0], e.prog_fd[1], NULL, 0, calls, 1000);
+	CHECK(o.windows_dropped == 1);
+	CHECK(o.sampled_runs == 300 + 400);
+	CHECK(o.span_bpf_ns > 1000 * 200.0 + 1000 * 100.0 - 1 &&
+	      o.span_bpf_ns < 1000 * 200.0 + 1000 * 100.0 + 1);
+	meta = cJSON_CreateObject();
+	overhead__add_json(&o, meta);
+	j = cJSON_GetObjectItem(meta, "overhead");
+	CHECK(j && cJSON_GetObjectItem(j, "bpf_stats_windows_preempted") &&
+	      cJSON_GetObjectItem(j, "bpf_stats_windows_preempted")->valuedouble == 1);
+	cJSON_Delete(meta);
+	empty_probes__close(&e);
+	overhead__free(&o);
+}
+
 int main(void)
 {
 	RUN(test_classify);
 	if (geteuid() == 0) {
 		RUN(test_accounting);
+		RUN(test_preempted_window);
 	} else {
 		printf("ok test_accounting # skip: needs root (it attaches uprobes)\n");
 	}

@@ -322,6 +322,33 @@ static void test_pack_name_from(void)
 		probe_pack__free(&qp);
 		probe_specs__free(&qs);
 	}
+	/* exclude: a non-empty list of globs */
+	check_bad_pack("{ \"name\": \"p\", \"probes\": [\n"
+		       "  { \"function\": \"a*\", \"category\": \"io\", \"exclude\": \"ab\" } ] }\n",
+		       "bad.json:2: ", "\"exclude\" is [\"GLOB\", ...]");
+	check_bad_pack("{ \"name\": \"p\", \"probes\": [\n"
+		       "  { \"function\": \"a*\", \"category\": \"io\", \"exclude\": [] } ] }\n",
+		       "bad.json:2: ", "\"exclude\" is [\"GLOB\", ...]");
+	check_bad_pack("{ \"name\": \"p\", \"probes\": [\n"
+		       "  { \"function\": \"a*\", \"category\": \"io\", \"exclude\": [\"ab\", 3] } ] }\n",
+		       "bad.json:2: ", "\"exclude\" holds non-empty strings");
+	{
+		static const char x[] =
+			"{ \"name\": \"t\", \"probes\": [ { \"function\": \"at::_ops::*::call\", "
+			"\"category\": \"operator\", \"exclude\": [\"at::_ops::view::call\", "
+			"\"at::_ops::empty_*::call\"] } ] }";
+		struct probe_specs xs = { 0 };
+		struct probe_pack xp;
+
+		CHECK(probe_pack__parse(x, "x.json", &xp, &xs, err, sizeof(err)) == 0);
+		CHECK(xs.cnt == 1);
+		if (xs.cnt == 1) {
+			CHECK(xs.v[0].nexclude == 2);
+			CHECK(!strcmp(xs.v[0].exclude[1], "at::_ops::empty_*::call"));
+		}
+		probe_pack__free(&xp);
+		probe_specs__free(&xs);
+	}
 }
 
 static void test_pack_missing_function(void)

@@ -112,9 +112,50 @@ static void test_many_specs(void)
 	elf_syms__free(syms);
 }
 
+/* A pack probe's "exclude": the functions its glob matches that it leaves out. */
+static void test_exclude(void)
+{
+	struct mapped_object obj = { .base = "fix_many", .is_exe = true };
+	struct target target = { .pid = 4242, .objs = &obj, .nobjs = 1 };
+	struct probe_specs specs = { 0 };
+	struct probe_table table = { 0 };
+	struct attach_sites sites = { 0 };
+	char path[4096], err[512] = "";
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/fix_many", fixdir);
+	CHECK(!stat(path, &st));
+	obj.path = obj.open_path = path;
+	obj.dev = st.st_dev;
+	obj.ino = st.st_ino;
+	add_spec(&specs, "other:fix_many:f_1999%d", 9); /* f_19999 */
+	add_spec(&specs, "other:fix_many:f_1998%d", 9); /* f_19989 */
+	CHECK(specs.cnt == 2);
+	if (specs.cnt != 2)
+		return;
+	specs.v[0].function[strlen(specs.v[0].function) - 1] = '*'; /* f_1999* */
+	specs.v[0].exclude = calloc(2, sizeof(char *));
+	specs.v[0].exclude[0] = strdup("f_19995");
+	specs.v[0].exclude[1] = strdup("f_1999[0-3]");
+	specs.v[0].nexclude = 2;
+	CHECK(probe_spec__excludes(&specs.v[0], "f_19991") && !probe_spec__excludes(&specs.v[0],
+										   "f_19994"));
+	CHECK(!probe_spec__excludes(&specs.v[1], "f_19989"));
+	CHECK(resolve__probes(&specs, &target, 1, 0, &table, &sites, err, sizeof(err)) == 0);
+	CHECK(probed(&table, "f_1999") == 1 && probed(&table, "f_19994") == 1 &&
+	      probed(&table, "f_19999") == 1 && probed(&table, "f_19989") == 1);
+	CHECK(probed(&table, "f_19995") == 0 && probed(&table, "f_19990") == 0 &&
+	      probed(&table, "f_19993") == 0);
+	CHECK(table.cnt == 1 + 10 - 5 + 1);
+	attach_sites__free(&sites);
+	probe_table__free(&table);
+	probe_specs__free(&specs);
+}
+
 int main(int argc, char **argv)
 {
 	fixdir = argc > 1 ? argv[1] : ".output/fixtures";
 	RUN(test_many_specs);
+	RUN(test_exclude);
 	UNIT_EXIT();
 }

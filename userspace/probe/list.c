@@ -7,6 +7,7 @@
 #include "elf/site.h"
 #include "probe/list.h"
 #include "probe/packs.h"
+#include "probe/resolve.h"
 #include "elf/usdt.h"
 #include "util/util.h"
 
@@ -111,7 +112,7 @@ static char *packs_of(const struct pack_set *set, const char *object, const char
 			const char *cat = category__name(spec->cat);
 
 			if (!probe_spec__object_matches(spec->object, object) ||
-			    !demangle__match(spec->function, sym))
+			    !demangle__match(spec->function, sym) || probe_spec__excludes(spec, sym))
 				continue;
 			out = xrealloc(out, len + strlen(pack) + strlen(cat) + 3, 1);
 			len += sprintf(out + len, "%s%s:%s", len ? "," : "", pack, cat);

@@ -51,6 +51,9 @@ static void spec__free(struct probe_spec *s)
 	for (int i = 0; i < s->nby_name; i++)
 		free(s->by_name[i].glob);
 	free(s->by_name);
+	for (int i = 0; i < s->nexclude; i++)
+		free(s->exclude[i]);
+	free(s->exclude);
 }
 
 enum category probe_spec__category_of(const struct probe_spec *s, const char *name)
@@ -83,6 +86,29 @@ static int parse_by_name(const cJSON *o, struct probe_spec *s, const char *where
 		s->by_name = xrealloc(s->by_name, s->nby_name + 1, sizeof(*s->by_name));
 		s->by_name[s->nby_name].glob = xstrdup(g->string);
 		s->by_name[s->nby_name++].cat = cat;
+	}
+	return 0;
+}
+
+/* "exclude": ["GLOB", ...], functions the probe's glob matches that it leaves out. */
+static int parse_exclude(const cJSON *a, struct probe_spec *s, const char *where, char *err,
+			 size_t errlen)
+{
+	const cJSON *g;
+
+	if (!cJSON_IsArray(a) || !cJSON_GetArraySize(a)) {
+		snprintf(err, errlen, "%s: \"exclude\" is [\"GLOB\", ...], functions to leave out",
+			 where);
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(g, a) {
+		if (!cJSON_IsString(g) || !g->valuestring[0]) {
+			snprintf(err, errlen, "%s: \"exclude\" holds non-empty strings (globs over "
+					      "function names)", where);
+			return -EINVAL;
+		}
+		s->exclude = xrealloc(s->exclude, s->nexclude + 1, sizeof(*s->exclude));
+		s->exclude[s->nexclude++] = xstrdup(g->valuestring);
 	}
 	return 0;
 }
@@ -352,7 +378,7 @@ static int check_fields(const cJSON *p, const char *where, char *err, size_t err
 {
 	static const char *const known[] = { "object", "function", "category", "name",
 					     "name_from", "args", "entry_only", "queue", "python_wait", "category_by_name",
-					     "usdt", "usdt_end" };
+					     "usdt", "usdt_end", "exclude" };
 	const cJSON *f;
 
 	if (!cJSON_IsObject(p)) {
@@ -367,7 +393,8 @@ static int check_fields(const cJSON *p, const char *where, char *err, size_t err
 		if (!ok) {
 			snprintf(err, errlen,
 				 "%s: unknown field \"%s\" (known: object, function, category, name, "
-				 "name_from, args, entry_only, queue, python_wait, category_by_name, usdt, usdt_end)",
+				 "name_from, args, entry_only, queue, python_wait, category_by_name, usdt, usdt_end, "
+				 "exclude)",
 				 where, f->string);
 			return -EINVAL;
 		}
@@ -458,6 +485,9 @@ static int parse_probe(const cJSON *p, const char *where, struct probe_specs *sp
 	if (!ret && cJSON_GetObjectItemCaseSensitive(p, "category_by_name"))
 		ret = parse_by_name(cJSON_GetObjectItemCaseSensitive(p, "category_by_name"), &tmp,
 				    where, err, errlen);
+	if (!ret && cJSON_GetObjectItemCaseSensitive(p, "exclude"))
+		ret = parse_exclude(cJSON_GetObjectItemCaseSensitive(p, "exclude"), &tmp, where, err,
+				    errlen);
 	if (!ret && cJSON_GetObjectItemCaseSensitive(p, "python_wait")) {
 		const cJSON *pw = cJSON_GetObjectItemCaseSensitive(p, "python_wait");
 

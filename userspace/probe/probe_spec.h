@@ -58,6 +58,8 @@ struct probe_spec {
 		enum category cat;
 	} *by_name;
 	int nby_name;
+	char **exclude; /* globs: functions the function glob matches that are left out */
+	int nexclude;
 	bool optional;	 /* a pack's probe: matching nothing in a target is not an error */
 	enum queue_role queue_role; /* a push or pop of the queue identified by queue_arg */
 	int queue_arg;

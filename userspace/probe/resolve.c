@@ -598,6 +598,14 @@ static void add_sites(struct attach_sites *sites, const struct probe_table *t,
 	}
 }
 
+bool probe_spec__excludes(const struct probe_spec *s, const char *sym)
+{
+	for (int i = 0; i < s->nexclude; i++)
+		if (demangle__match(s->exclude[i], sym))
+			return true;
+	return false;
+}
+
 /* The functions of one mapped object that spec matches, added to the table and to matched.
  * Returns whether any did; *ifunc names a match that is only an IFUNC. */
 static bool resolve_functions(const struct probe_spec *spec, struct target *target,
@@ -624,7 +632,7 @@ static bool resolve_functions(const struct probe_spec *spec, struct target *targ
 			*ifunc = sym->name;
 			continue;
 		}
-		if (cold_part(spec, sym->name))
+		if (cold_part(spec, sym->name) || probe_spec__excludes(spec, sym->name))
 			continue;
 		if (syms->is_go && !(*warned_go)++)
 			pr_warn("%s is a Go program: its probes are entry-only (return probes "

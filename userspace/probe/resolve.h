@@ -98,6 +98,10 @@ int resolve__probes_cached(const struct probe_specs *specs, struct target *targe
  * of that kind (entry_only: no return probe; at_exit: one of its exits). */
 void attach_sites__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
 		       uint64_t offset, uint64_t cookie, bool entry_only, bool at_exit);
+/* Whether the spec's "exclude" leaves out the function of this symbol (its name, or its
+ * demangled name with or without parameters, is like one of the globs). */
+bool probe_spec__excludes(const struct probe_spec *s, const char *sym);
+
 void probe_table__free(struct probe_table *table);
 void attach_sites__free(struct attach_sites *sites);
 

@@ -18,10 +18,14 @@
 
 #define SAMPLE_EVERY_NS 20000000ULL /* a target that exits keeps what was read last */
 /* The BPF statistics cost each program run two clock reads (about 15% of an empty uprobe's
- * cost here): they are on for a window of every period (2% of the runs, a few ns a call on
- * average), and the mean run time they measure is multiplied by the runs counted otherwise. */
-#define STATS_WINDOW_NS 20000000ULL
-#define STATS_PERIOD_NS 1000000000ULL
+ * cost here): they are on for a window of every period (a few % of the runs, a few ns a call on
+ * average; the event loop's tick, 10 ms, ends a window), and the mean run time they measure is
+ * multiplied by the runs counted otherwise. Many short windows rather than a few long ones: the
+ * windows a preemption inflated are left out (windows_mean). */
+#define STATS_WINDOW_NS 5000000ULL
+#define STATS_PERIOD_NS 500000000ULL
+/* A window whose mean run time is this many times the median window's was preempted. */
+#define PREEMPTED_FACTOR 3.0
 
 /* The sites calibration probes, one per class, written in assembly so that their first
  * instruction is known whatever the compiler does. Each returns its argument plus one. */
@@ -404,6 +408,7 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 	memset(o, 0, sizeof(*o));
 	o->started = true;
 	o->multi = multi;
+	o->span_fd[0] = o->span_fd[1] = -1;
 	o->start = now_ns();
 	o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (o->stats_fd < 0) {
@@ -432,6 +437,40 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 	o->last_sample = now_ns();
 	o->stats_since = o->last_sample; /* the first window starts after calibrating */
 	return 0;
+}
+
+/* Reads the span programs' cumulative runs and run time: at a window's start (open) or its end
+ * (the window's share is appended). */
+static void window_edge(struct overhead *o, bool open)
+{
+	struct overhead_window w = { 0 };
+
+	for (int i = 0; i < 2; i++) {
+		uint64_t runs = 0, ns = 0;
+
+		if (o->span_fd[i] < 0 || overhead__prog_stats(o->span_fd[i], &runs, &ns))
+			continue;
+		if (!open && runs >= o->win_start[i][0] && ns >= o->win_start[i][1]) {
+			w.runs[i] = runs - o->win_start[i][0];
+			w.ns[i] = ns - o->win_start[i][1];
+		}
+		o->win_start[i][0] = runs;
+		o->win_start[i][1] = ns;
+	}
+	if (open || (!w.runs[0] && !w.runs[1]))
+		return;
+	o->win = xrealloc(o->win, o->nwin + 1, sizeof(*o->win));
+	o->win[o->nwin++] = w;
+}
+
+void overhead__watch(struct overhead *o, int entry_fd, int return_fd)
+{
+	if (!o->started)
+		return;
+	o->span_fd[0] = entry_fd;
+	o->span_fd[1] = return_fd;
+	if (o->stats_fd >= 0)
+		window_edge(o, true);
 }
 
 void overhead__add_pid(struct overhead *o, int pid, bool born)
@@ -486,6 +525,7 @@ static void sample(struct overhead *o)
 
 static void stats_off(struct overhead *o, uint64_t now)
 {
+	window_edge(o, false);
 	close(o->stats_fd);
 	o->stats_fd = -1;
 	o->stats_on_ns += now - o->stats_since;
@@ -504,7 +544,50 @@ void overhead__sample(struct overhead *o)
 	} else if (o->stats_fd < 0 && now - o->stats_since >= STATS_PERIOD_NS) {
 		o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		o->stats_since = now;
+		if (o->stats_fd >= 0)
+			window_edge(o, true);
 	}
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Mean run time of span program i over the windows, leaving out the windows a preemption
+ * inflated (their mean PREEMPTED_FACTOR times the median window's). *runs: the runs counted.
+ * Returns -1 when no window saw it run (the caller falls back to the cumulative figures). */
+static double windows_mean(struct overhead *o, int i, uint64_t *runs)
+{
+	double *means = xcalloc(o->nwin + 1, sizeof(double)), median, ns = 0;
+	size_t n = 0;
+
+	*runs = 0;
+	for (size_t k = 0; k < o->nwin; k++)
+		if (o->win[k].runs[i])
+			means[n++] = (double)o->win[k].ns[i] / o->win[k].runs[i];
+	if (!n) {
+		free(means);
+		return -1;
+	}
+	qsort(means, n, sizeof(double), by_value);
+	median = n % 2 ? means[n / 2] : (means[n / 2 - 1] + means[n / 2]) / 2;
+	free(means);
+	for (size_t k = 0; k < o->nwin; k++) {
+		const struct overhead_window *w = &o->win[k];
+
+		if (!w->runs[i])
+			continue;
+		if (n >= 3 && (double)w->ns[i] / w->runs[i] > PREEMPTED_FACTOR * median) {
+			o->windows_dropped++;
+			continue;
+		}
+		*runs += w->runs[i];
+		ns += w->ns[i];
+	}
+	return *runs ? ns / *runs : median;
 }
 
 /* Mean run time of a program over the statistics windows; 0 if it never ran in one. */
@@ -533,9 +616,13 @@ void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int
 		entries += calls[c];
 	}
 	o->return_hits = returns;
-	entry_mean = sampled_mean(entry_fd, &runs, &ns);
+	entry_mean = windows_mean(o, 0, &runs);
+	if (entry_mean < 0 || o->span_fd[0] != entry_fd)
+		entry_mean = sampled_mean(entry_fd, &runs, &ns);
 	o->sampled_runs = runs;
-	return_mean = sampled_mean(return_fd, &runs, &ns);
+	return_mean = windows_mean(o, 1, &runs);
+	if (return_mean < 0 || o->span_fd[1] != return_fd)
+		return_mean = sampled_mean(return_fd, &runs, &ns);
 	o->sampled_runs += runs;
 	o->span_bpf_runs = entries + returns;
 	o->span_bpf_ns = entry_mean * entries + return_mean * returns;
@@ -621,6 +708,8 @@ void overhead__add_json(const struct overhead *o, struct cJSON *meta)
 	cJSON_AddNumberToObject(j, "bpf_runs", o->span_bpf_runs);
 	cJSON_AddNumberToObject(j, "bpf_stats_on_ns", o->stats_on_ns);
 	cJSON_AddNumberToObject(j, "bpf_stats_sampled_runs", o->sampled_runs);
+	cJSON_AddNumberToObject(j, "bpf_stats_windows", o->nwin);
+	cJSON_AddNumberToObject(j, "bpf_stats_windows_preempted", o->windows_dropped);
 	cJSON_AddNumberToObject(j, "sched_bpf_ns", (uint64_t)o->other_bpf_ns);
 	cJSON_AddNumberToObject(j, "sched_bpf_runs", (uint64_t)o->other_bpf_runs);
 	if (o->cal.ok) {
@@ -655,6 +744,9 @@ void overhead__free(struct overhead *o)
 	free(o->pids);
 	free(o->cpu_start);
 	free(o->cpu_last);
+	free(o->win);
+	o->win = NULL;
+	o->nwin = 0;
 	o->pids = NULL;
 	o->cpu_start = o->cpu_last = NULL;
 }

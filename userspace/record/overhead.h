@@ -2,8 +2,9 @@
 /* What tracing cost the target, stated in the summary and the trace's metadata: the time spent
  * in tracer's BPF programs plus the time the kernel spends trapping each probe hit, which no
  * statistic counts. The programs' mean run time comes from the kernel's BPF run-time statistics,
- * turned on only while recording and then only 20 ms of every second (they cost every run of
- * every program two clock reads); it is multiplied by the calls recorded. The trap cost depends
+ * turned on only while recording and then only a window of every half second (they cost every
+ * run of every program two clock reads), the windows a preemption inflated left out; it is
+ * multiplied by the calls recorded. The trap cost depends
  * on the probed function's first instruction (insn.h); it is calibrated once at start-up on
  * tracer's own functions with empty BPF programs, and multiplied by the hits. */
 #ifndef TRACER_OVERHEAD_H
@@ -41,6 +42,17 @@ struct overhead {
 	int stats_fd; /* BPF_STATS_RUN_TIME is on while this is open: a window */
 	uint64_t start, stats_since; /* when the current window started, or the last ended */
 	uint64_t stats_on_ns;	     /* windows so far */
+	/* The span programs (entry, return; -1: unknown) and their runs and run time in each
+	 * window: a run the scheduler preempts (uprobe programs run preemptible) counts the time
+	 * the thread waited, milliseconds on a busy machine, and one such run among the few
+	 * hundred of a window made the mean many times too high: such windows are left out. */
+	int span_fd[2];
+	uint64_t win_start[2][2]; /* [program][runs, ns] when the window opened */
+	struct overhead_window {
+		uint64_t runs[2], ns[2];
+	} *win;
+	size_t nwin;
+	uint64_t windows_dropped; /* windows left out of the mean as preempted */
 	bool multi;   /* calibrated with uprobe_multi links (else perf-event uprobes) */
 	int *pids; /* the traced processes: the targets, and what --follow added (0: gone) */
 	size_t npids, nprimary;
@@ -65,6 +77,10 @@ struct overhead {
  * calibrate is not an error: the summary then says the trap time is unknown. Returns 0 or
  * -errno (the statistics cannot be enabled). */
 int overhead__start(struct overhead *o, const int *pids, size_t npids, bool multi);
+
+/* The span programs, whose mean run time is measured window by window (call before
+ * recording starts; without it their statistics are read at the end only). */
+void overhead__watch(struct overhead *o, int entry_fd, int return_fd);
 
 /* A process traced since (--follow): its CPU time counts with the targets', in the share and
  * in the budget. born: forked during the recording, so all of its CPU time is (else from now). */

@@ -436,6 +436,8 @@ void recording__start_overhead(struct recording *r)
 	for (size_t i = 0; i < r->primary; i++)
 		pids[i] = r->tracked.targets[i].pid;
 	err = overhead__start(&r->overhead, pids, r->primary, r->multi);
+	overhead__watch(&r->overhead, bpf_program__fd(r->skel->progs.span_enter),
+			bpf_program__fd(r->skel->progs.span_exit));
 	if (err)
 		pr_warn("cannot turn on the BPF run-time statistics: %s; the summary will not say "
 			"what tracing cost", strerror(-err));
