@@ -281,6 +281,10 @@ static const int ff_runs[][8][3] = {
 	/* paced (-re): the decoder waits for the clock, its threads for it */
 	{ { 9, 201, 790 }, { 2, 5, 993 }, { 1, 34, 965 }, { 2, 15, 983 },
 	  { 0, 0, 1000 }, { 0, 0, 1000 }, { 2, 31, 967 }, { 1, 27, 972 } },
+	/* two busy loops beside it and a sanitized tracer: the frame threads wait for a CPU
+	 * most of the time, and as a stage they are busier than the thread they work for */
+	{ { 50, 400, 550 }, { 80, 600, 320 }, { 80, 600, 320 }, { 80, 600, 320 },
+	  { 0, 0, 1000 }, { 0, 0, 1000 }, { 80, 600, 320 }, { 80, 600, 320 } },
 };
 
 static const char *ff_verdict(size_t run, char (*names)[STAGE_NAME_LEN])
@@ -317,6 +321,10 @@ static void test_ffmpeg_runs_agree(void)
 	CHECK(starts(first, "bottleneck: ffmpeg tid 100 — busy 59% of wall time (running 21%, "
 			    "runnable 39%); the 7 namesakes it hands work to (no spans of their own) "
 			    "busy 1.1 CPUs"));
+	/* loaded: still the thread the pool works for ("none" before: the pool, busier as a
+	 * stage, was taken for the busiest, under SATURATED) */
+	v = ff_verdict(4, names);
+	CHECK(starts(v, "bottleneck: ffmpeg tid 100 — busy 45% "));
 	/* paced, it waits: the same stages, and the pipeline is not bound */
 	v = ff_verdict(3, names);
 	CHECK_STR(names[0], "ffmpeg tid 100");

@@ -519,6 +519,16 @@ static size_t waiting(char *buf, size_t len, const struct stage_stats *s, size_t
 	return o < len ? o : len;
 }
 
+/* A thread that hands its work to a pool of namesakes (ffmpeg's decoding threads) and waits
+ * for them: busy itself, or its pool busy for it, all the time. The pool's share is in CPUs: the
+ * rule holds far from its bound on both sides (about 1.7 for ffmpeg decoding flat out with its
+ * default threads, near 0 when it is paced), where the thread's own share alone straddled
+ * SATURATED from run to run. */
+static bool fed_by_pool(const struct stage_stats *s)
+{
+	return s->helpers && busy_ns(s) + s->helper_busy_ns >= s->wall_ns;
+}
+
 void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t n, int ncpus)
 {
 	const struct stage_stats *top = NULL, *gil = NULL;
@@ -551,7 +561,8 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 			    (!work || stage__share(&s[i], busy_ns(&s[i])) >
 					      stage__share(work, busy_ns(work))))
 				work = &s[i];
-		if (work && stage__share(work, busy_ns(work)) >= SATURATED)
+		/* its pool busier than the thread it works for (a loaded machine): still that one */
+		if (work && (stage__share(work, busy_ns(work)) >= SATURATED || fed_by_pool(work)))
 			top = work;
 	}
 	busy = stage__share(top, busy_ns(top));
@@ -609,12 +620,7 @@ void stages__verdict(char *buf, size_t len, const struct stage_stats *s, size_t 
 				 top->name, pct(stage__share(top, top->cat_ns[CAT_IO])));
 		return;
 	}
-	/* a thread that hands its work to a pool of namesakes (ffmpeg's decoding threads) and
-	 * waits for them: busy itself, or its pool busy for it, all the time. The pool's share is
-	 * in CPUs: the rule holds far from its bound on both sides (about 1.7 for ffmpeg decoding
-	 * flat out with its default threads, near 0 when it is paced), where the thread's own
-	 * share alone straddled SATURATED from run to run. */
-	fed = top->helpers && busy_ns(top) + top->helper_busy_ns >= top->wall_ns;
+	fed = fed_by_pool(top);
 	if (busy >= SATURATED || fed) {
 		if (states)
 			o = snprintf(buf, len,
