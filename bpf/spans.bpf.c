@@ -193,7 +193,10 @@ int BPF_KPROBE(span_enter)
 	/* frames at this stack pointer or below have returned unseen, or an exception unwound
 	 * them; unless this is a tail call */
 	close_stale(st, tail_call(st, sp) ? sp - 1 : sp, now, 0);
-	d = st->depth;
+	/* loaded again, not the value close_stale compared: where it found more than MAX_FRAMES,
+	 * 6.1's verifier follows the d < MAX_FRAMES branch too, with a range it cannot hold
+	 * (min 65, max 63), and takes &st->frames[d] for a scalar */
+	d = *(volatile __u32 *)&st->depth;
 	if (d >= MAX_FRAMES) {
 		count(CNT_DEEP_FRAMES);
 		return 0;
