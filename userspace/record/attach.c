@@ -82,7 +82,8 @@ static void *call_probe_site(void *arg)
 
 /* Whether this kernel is one of 6.6 to 6.9, whose uprobe_multi links given a pid run their
  * program only in the thread whose id is that pid, not in the process's other threads (fixed
- * in 6.10 by "bpf: fix multi-uprobe PID filtering logic", and in some stable releases). */
+ * by "bpf: fix multi-uprobe PID filtering logic" in 6.10, 6.9.5 and 6.6.35): the release alone
+ * does not tell, a probe hit from a second thread does. */
 static bool multi_release_may_filter_threads(void)
 {
 	struct utsname u;
