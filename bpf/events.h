@@ -128,6 +128,9 @@ struct span_stack {
 	__u32 tid; /* the thread's ids, kept here to spare a helper call per span */
 	__u32 pid;
 	__u32 in_flight; /* a C++ exception is unwinding this thread's calls */
+	/* a wait inside the interpreter is being pushed (span_enter): its start, with which a
+	 * Python read meanwhile stamps itself */
+	__u64 entering_ns;
 	struct frame frames[MAX_FRAMES];
 };
 

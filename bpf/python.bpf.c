@@ -391,9 +391,11 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	ts = at;
 	/* Inside a wait of the interpreter's own (a lock, the GIL taken back) the stack is what it
 	 * was when the wait began: stamped so, what changed before the wait is not taken to have
-	 * changed during it. */
+	 * changed during it; and so while its entry is being pushed (spans.bpf.c span_enter). */
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
-	if (st && st->depth > 0 && st->depth <= MAX_FRAMES &&
+	if (st && *(volatile __u64 *)&st->entering_ns)
+		ts = *(volatile __u64 *)&st->entering_ns;
+	else if (st && st->depth > 0 && st->depth <= MAX_FRAMES &&
 	    (st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].flags & PROBE_PY_WAIT))
 		ts = st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].start_ns;
 	read_stack(ts, reason, cfg, tgid, th);

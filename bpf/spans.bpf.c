@@ -180,8 +180,14 @@ int BPF_KPROBE(span_enter)
 		st->tid = (__u32)pid_tgid;
 		st->pid = pid_tgid >> 32;
 	}
+	/* A wait inside the interpreter: a tick's read between its start and its push would find
+	 * the stack without it and stamp it later than that start (uprobe programs take
+	 * interrupts: seen on 6.1, emulated, 1.7 ms into it), the frames new in it starting
+	 * inside the wait. Reads from here on are stamped with its start (py_read). */
+	if (cfg->flags & PROBE_PY_WAIT)
+		*(volatile __u64 *)&st->entering_ns = now;
 	if (second_entry(st, sp, cookie, now, cfg->flags & PROBE_ENTRY_ONLY))
-		return 0;
+		goto out;
 	/* The Python line that called this native function: read first, and at the span's own
 	 * start, so that no other read of this thread can come between them. */
 	if (py_active && !(cfg->flags & PROBE_PY_WAIT)) {
@@ -193,10 +199,13 @@ int BPF_KPROBE(span_enter)
 	/* frames at this stack pointer or below have returned unseen, or an exception unwound
 	 * them; unless this is a tail call */
 	close_stale(st, tail_call(st, sp) ? sp - 1 : sp, now, 0);
-	d = st->depth;
+	/* loaded again, not the value close_stale compared: where it found more than MAX_FRAMES,
+	 * 6.1's verifier follows the d < MAX_FRAMES branch too, with a range it cannot hold
+	 * (min 65, max 63), and takes &st->frames[d] for a scalar */
+	d = *(volatile __u32 *)&st->depth;
 	if (d >= MAX_FRAMES) {
 		count(CNT_DEEP_FRAMES);
-		return 0;
+		goto out;
 	}
 	f = &st->frames[d];
 	f->start_ns = now;
@@ -209,9 +218,12 @@ int BPF_KPROBE(span_enter)
 	 * slot is only scratch space; the stack does not grow. */
 	if (cfg->flags & PROBE_ENTRY_ONLY) {
 		submit_frame(st, f, d, now, SPAN_INSTANT);
-		return 0;
+		goto out;
 	}
 	st->depth = d + 1;
+out:
+	asm volatile("" ::: "memory"); /* the frame is in place before reads resume */
+	*(volatile __u64 *)&st->entering_ns = 0;
 	return 0;
 }
 

@@ -25,6 +25,27 @@ def test_launch_records_every_call(tmp):
     assert trace["metadata"]["stop_reason"] == "target exited"
 
 
+
+def test_uprobe_multi_pid_filter_checked(tmp):
+    """On 6.6 to 6.9 a uprobe_multi link given a pid ran its program only in the thread of that
+    id: tracer checks it there, with a probe of its own hit from a second thread, and uses
+    perf-event uprobes if so (record/attach.c). TRACER_MULTI_THREAD_CHECK runs the check on any
+    kernel: one that filters by process is found so, and every thread's calls are recorded."""
+    log, out = os.path.join(tmp, "gt.log"), os.path.join(tmp, "l.json")
+    p = subprocess.run([lib.TRACER, "-v", "-o", out, "-P", "pipeline", "--",
+                        lib.target("pipeline"), "--frames", "10", "--log", log],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, TRACER_MULTI_THREAD_CHECK="1"))
+    assert p.returncode == 0, p.stderr
+    if "uprobe_multi links: yes" in p.stderr:
+        assert "uprobe_multi's pid filter: by process" in p.stderr, p.stderr
+        assert "(uprobe_multi)" in p.stderr, p.stderr
+    trace, _ = load_trace(out)
+    gt = read_ground_truth(log)
+    per_thread = collections.Counter(e["tid"] for e in spans(trace))
+    assert per_thread == collections.Counter(c[0] for c in gt["calls"])
+    assert len(per_thread) > 1, per_thread
+
 def test_launch_exit_status_and_errors(tmp):
     out = os.path.join(tmp, "s.json")
     p = subprocess.run([lib.TRACER, "-q", "-o", out, "-P", "pipeline", "--",

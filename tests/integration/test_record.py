@@ -569,6 +569,41 @@ def test_open_calls_of_threads_read_without_pidfd_thread(tmp):
     assert found[True] == found[False], found
 
 
+
+def kernel_has_pidfd_thread():
+    """Whether a pidfd can name a thread (PIDFD_THREAD = O_EXCL, kernel 6.9)."""
+    try:
+        os.close(os.pidfd_open(os.getpid(), os.O_EXCL))
+        return True
+    except OSError:
+        return False
+
+
+def test_task_iterator_loaded_only_without_pidfd_thread(tmp):
+    """The task iterator (bpf/open_calls.bpf.c) is loaded only where the calls open at the stop
+    need it, a kernel without PIDFD_THREAD (or TRACER_NO_PIDFD_THREAD): elsewhere a kernel that
+    refused it would stop tracer for nothing (before, it was loaded everywhere)."""
+    out = os.path.join(tmp, "t.json")
+    loaded = {}
+    for old_kernel in (False, True):
+        pl, pid = start_pipeline("--forever")
+        tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out,
+                          env={"TRACER_NO_PIDFD_THREAD": "1"} if old_kernel else None)
+        names = set()
+        for kind, ident in tr.bpf_ids:
+            if kind == "prog":
+                p = subprocess.run(["bpftool", "-j", "prog", "show", "id", str(ident)],
+                                   capture_output=True, text=True)
+                names.add(json.loads(p.stdout or "{}").get("name"))
+        tr.send_signal(signal.SIGINT)
+        rc, err = finish_tracer(tr, timeout=30)
+        assert rc == 0, err
+        pl.kill()
+        pl.wait()
+        assert "span_enter" in names, names
+        loaded[old_kernel] = "open_calls" in names
+    assert loaded == {False: not kernel_has_pidfd_thread(), True: True}, loaded
+
 def task_storage_of(tracer_pid, map_name, pid):
     """Whether tracer's task storage map map_name holds an entry for process pid's main thread
     (looked up with a pidfd, as the kernel's BPF_MAP_TYPE_TASK_STORAGE wants)."""

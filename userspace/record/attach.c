@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +73,86 @@ __attribute__((noinline, aligned(4096))) int attach__probe_site(int x)
 	return x + 1;
 }
 
+static void *call_probe_site(void *arg)
+{
+	(void)arg;
+	attach__probe_site(1);
+	return NULL;
+}
+
+/* Whether this kernel is one of 6.6 to 6.9, whose uprobe_multi links given a pid run their
+ * program only in the thread whose id is that pid, not in the process's other threads (fixed
+ * by "bpf: fix multi-uprobe PID filtering logic" in 6.10, 6.9.5 and 6.6.35): the release alone
+ * does not tell, a probe hit from a second thread does. */
+static bool multi_release_may_filter_threads(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (getenv("TRACER_MULTI_THREAD_CHECK")) /* the tests: the check itself, on any kernel */
+		return true;
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return false;
+	return major == 6 && minor >= 6 && minor < 10;
+}
+
+/* Hits of a program counting into an array map's one u64, attached with pid filter getpid()
+ * to attach__probe_site, called from another thread, then from this one: true if the other
+ * thread's call ran nothing and this one's did (the kernel filters by thread). Only on the
+ * kernels that may: the call traps in a page the probe replaced (see attach__probe_site). */
+static bool multi_filters_threads(const struct elf_sym *sym)
+{
+	int map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 8, 1, NULL), prog_fd = -1;
+	int link_fd = -1;
+	__u64 other = 0, own = 0;
+	uint64_t cookie = 0;
+	__u32 key = 0;
+	pthread_t th;
+	bool by_thread = false;
+
+	if (map_fd < 0)
+		return false;
+	{
+		const struct bpf_insn insns[] = {
+			/* *(u32 *)(fp - 4) = 0; r2 = fp - 4; r1 = map */
+			{ .code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .off = -4 },
+			{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
+			{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -4 },
+			{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1,
+			  .src_reg = BPF_PSEUDO_MAP_FD, .imm = map_fd },
+			{ 0 },
+			{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_map_lookup_elem },
+			/* if (r0) *(u64 *)r0 = 1 */
+			{ .code = BPF_JMP | BPF_JEQ | BPF_K, .dst_reg = BPF_REG_0, .off = 1 },
+			{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_0, .imm = 1 },
+			{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+			{ .code = BPF_JMP | BPF_EXIT },
+		};
+		LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = TRACE_UPROBE_MULTI);
+
+		prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "probe_thread", "GPL", insns,
+					sizeof(insns) / sizeof(insns[0]), &opts);
+	}
+	if (prog_fd >= 0)
+		link_fd = attach__uprobe_multi(prog_fd, "/proc/self/exe", &sym->offset, &cookie, 1,
+					       getpid(), false);
+	if (link_fd >= 0 && !pthread_create(&th, NULL, call_probe_site, NULL)) {
+		pthread_join(th, NULL);
+		bpf_map_lookup_elem(map_fd, &key, &other);
+		attach__probe_site(1);
+		bpf_map_lookup_elem(map_fd, &key, &own);
+		by_thread = !other && own;
+		pr_debug("uprobe_multi's pid filter: %s", by_thread ? "by thread" :
+			 own ? "by process" : "no hit in either thread");
+	}
+	if (link_fd >= 0)
+		close(link_fd);
+	if (prog_fd >= 0)
+		close(prog_fd);
+	close(map_fd);
+	return by_thread;
+}
+
 __attribute__((aligned(4096))) bool attach__multi_supported(void)
 {
 	const struct bpf_insn insns[] = {
@@ -83,6 +164,7 @@ __attribute__((aligned(4096))) bool attach__multi_supported(void)
 	struct elf_syms *syms = NULL;
 	int prog_fd, link_fd = -1;
 	uint64_t cookie = 0;
+	bool ok;
 
 	/* Lets the tests run the per-function fallback on kernels that have uprobe_multi. */
 	if (getenv("TRACER_NO_UPROBE_MULTI"))
@@ -99,8 +181,16 @@ __attribute__((aligned(4096))) bool attach__multi_supported(void)
 		close(link_fd);
 	if (prog_fd >= 0)
 		close(prog_fd);
+	ok = link_fd >= 0;
+	/* a link that misses every thread but one would lose their calls: a perf-event uprobe per
+	 * function instead (filtered by process), every span the same */
+	if (ok && multi_release_may_filter_threads() && multi_filters_threads(sym)) {
+		pr_info("this kernel's uprobe_multi links filter by thread, not by process (6.6 to "
+			"6.9): a perf-event uprobe per function instead");
+		ok = false;
+	}
 	elf_syms__free(syms);
-	return link_fd >= 0;
+	return ok;
 }
 
 void attach__set_programs(struct attachment *a, struct bpf_program *usdt_end,

@@ -9,11 +9,18 @@
 
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <unistd.h>
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* kernel 6.9: a pidfd for a thread */
+#endif
 
 struct feature {
 	const char *name;
@@ -62,4 +69,18 @@ int kernel_check__bpf(char *err, size_t n)
 	snprintf(err, n, "kernel %s lacks BPF features tracer needs: %s; nothing can be recorded "
 		 "here: run tracer on Linux %s or later", u.release, missing, newest);
 	return -ENOTSUP;
+}
+
+bool kernel_check__pidfd_thread(void)
+{
+	int fd;
+
+	if (getenv("TRACER_NO_PIDFD_THREAD"))
+		return false;
+	/* before 6.9 the flag is refused (EINVAL) whatever the thread */
+	fd = syscall(SYS_pidfd_open, getpid(), PIDFD_THREAD);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }

@@ -202,36 +202,19 @@ int recording__choose_specs(struct recording *r)
 	return 0;
 }
 
-/* Opens and loads the BPF object. The probe table is sized to the resolved probes, or to its
- * maximum when they are not known yet (recording__launch mode loads before the command's libraries are
- * mapped). */
-int recording__load_bpf(struct recording *r)
+/* Opens the BPF object and sets it up for this recording; NULL (errno) if it cannot. */
+static struct tracer_bpf *open_bpf(struct recording *r, int ncpu, bool iter)
 {
 	struct record_opts *o = r->opts;
-	int ncpu = libbpf_num_possible_cpus();
-	struct tracer_bpf *skel;
-	int err;
+	struct tracer_bpf *skel = tracer_bpf__open();
 
-	err = kernel_check__bpf(r->err, sizeof(r->err));
-	if (err) {
-		pr_err("%s", r->err);
-		return err;
-	}
-	skel = tracer_bpf__open();
-	if (!skel) {
-		pr_err("cannot open the BPF object: %s", strerror(errno));
-		return -errno;
-	}
-	r->skel = skel;
+	if (!skel)
+		return NULL;
 	skel->rodata->min_dur_ns = o->min_dur_ns;
 	skel->rodata->launch_pid = r->launched;
 	skel->rodata->filter_tgid = o->follow_given || o->system_wide; /* shared links */
 	skel->rodata->follow = o->follow;
 	skel->rodata->system_wide = o->system_wide;
-	if (ncpu <= 0) {
-		pr_err("cannot count the CPUs: %s", strerror(-ncpu));
-		return ncpu ? ncpu : -EINVAL;
-	}
 	bpf_map__set_max_entries(skel->maps.rings, ncpu);
 	/* probes are added while recording (libraries loaded later): room for all */
 	bpf_map__set_max_entries(skel->maps.probe_cfgs, MAX_PROBES);
@@ -243,6 +226,7 @@ int recording__load_bpf(struct recording *r)
 		bpf_program__set_expected_attach_type(skel->progs.on_exception, TRACE_UPROBE_MULTI);
 	}
 	bpf_program__set_autoload(skel->progs.stop_at_entry, r->launched || o->follow);
+	bpf_program__set_autoload(skel->progs.open_calls, iter);
 	if (o->no_sched) {
 		bpf_program__set_autoload(skel->progs.on_switch, false);
 		bpf_program__set_autoload(skel->progs.on_waking, false);
@@ -258,7 +242,49 @@ int recording__load_bpf(struct recording *r)
 		irq_ctx__configure(skel);
 	}
 	py_record__configure(&r->py, skel, !o->no_python && !o->no_args, o->py_hz);
-	err = tracer_bpf__load(skel);
+	return skel;
+}
+
+/* Opens and loads the BPF object. The probe table is sized to the resolved probes, or to its
+ * maximum when they are not known yet (recording__launch mode loads before the command's libraries are
+ * mapped). */
+int recording__load_bpf(struct recording *r)
+{
+	struct record_opts *o = r->opts;
+	int ncpu = libbpf_num_possible_cpus();
+	/* the task iterator reads the calls open at the stop only where a pidfd cannot name a
+	 * thread (record/finish.c): elsewhere it is not loaded, and a kernel that refuses it
+	 * (iter/task 5.8, task storage from it) records without it */
+	bool iter = !kernel_check__pidfd_thread();
+	struct tracer_bpf *skel;
+	int err;
+
+	err = kernel_check__bpf(r->err, sizeof(r->err));
+	if (err) {
+		pr_err("%s", r->err);
+		return err;
+	}
+	if (ncpu <= 0) {
+		pr_err("cannot count the CPUs: %s", strerror(-ncpu));
+		return ncpu ? ncpu : -EINVAL;
+	}
+	for (;;) {
+		skel = open_bpf(r, ncpu, iter);
+		if (!skel) {
+			pr_err("cannot open the BPF object: %s", strerror(errno));
+			return -errno;
+		}
+		r->skel = skel;
+		err = tracer_bpf__load(skel);
+		if (!err || !iter)
+			break;
+		pr_debug("the BPF programs with the task iterator: %s; again without it",
+			 strerror(-err));
+		py_record__free(&r->py);
+		tracer_bpf__destroy(skel);
+		r->skel = NULL;
+		iter = false;
+	}
 	if (err) {
 		pr_err("cannot load the BPF programs: %s (run with -v for the verifier's log)",
 		       strerror(-err));
