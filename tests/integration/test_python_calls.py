@@ -110,9 +110,10 @@ def check(m, f):
     # stage_5ms took 38 ms (waiting for a CPU), and its 2 s phase made 52 of them
     assert r["calls"] >= 30, (f, r)
     assert r["found"] >= 0.95, (f, "calls found as their own span", r)
-    assert abs(r["total"]) <= 0.05, (f, "total time", r)
-    assert r["outside"] <= 0.02 + GAP_NS / (r["mean"] + GAP_NS), \
-        (f, "span time outside a call", r)
+    # the gap's halves given to the calls on either side lengthen the spans by as much
+    gap = GAP_NS / (r["mean"] + GAP_NS)
+    assert -0.05 <= r["total"] <= 0.05 + gap, (f, "total time", r)
+    assert r["outside"] <= 0.02 + gap, (f, "span time outside a call", r)
 
 
 def back_to_back_on(python):
