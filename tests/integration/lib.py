@@ -327,20 +327,27 @@ def our_bpf_programs():
     return [pr["name"] for pr in progs if pr.get("name") in mine]
 
 
-def bpf_ids(pid):
-    """The BPF programs and links a process holds, from its fds' fdinfo."""
-    ids = set()
+def fdinfo_values(pid, *keys):
+    """{(key, value)} of the lines "key: value" (an integer) in a process's fds' fdinfo: the BPF
+    maps, programs and links it holds (map_id, prog_id, link_id), the pids of its pidfds (Pid).
+    An fd closed while they are read is skipped."""
+    out = set()
     fddir = f"/proc/{pid}/fdinfo"
     for fd in os.listdir(fddir):
         try:
             with open(os.path.join(fddir, fd)) as f:
                 for line in f:
                     k, _, v = line.partition(":")
-                    if k in ("prog_id", "link_id"):
-                        ids.add((k[:-3], int(v)))
+                    if k in keys:
+                        out.add((k, int(v.split()[0])))
         except OSError:
             pass
-    return ids
+    return out
+
+
+def bpf_ids(pid):
+    """The BPF programs and links a process holds, from its fds' fdinfo."""
+    return {(k[:-3], v) for k, v in fdinfo_values(pid, "prog_id", "link_id")}
 
 
 def bpf_object_exists(kind, ident):

@@ -393,14 +393,7 @@ int bpf_object__load_skeleton(void *s)
 
 def pidfds_of(pid):
     """The pids a process holds pidfds of (their fdinfo has a Pid: line)."""
-    out = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                out |= {int(l.split()[1]) for l in f if l.startswith("Pid:")}
-        except OSError:
-            pass
-    return out
+    return {v for _, v in lib.fdinfo_values(pid, "Pid")}
 
 
 def spawn_with_pid(want, cmd):

@@ -627,14 +627,7 @@ def task_storage_of(tracer_pid, map_name, pid):
     def bpf(cmd, attr):
         return libc.syscall(321, cmd, ctypes.byref(attr), ctypes.sizeof(attr))  # SYS_bpf
 
-    ids = set()
-    for fd in os.listdir(f"/proc/{tracer_pid}/fdinfo"):
-        try:
-            with open(f"/proc/{tracer_pid}/fdinfo/{fd}") as f:
-                ids |= {int(l.split()[1]) for l in f if l.startswith("map_id:")}
-        except FileNotFoundError:
-            pass  # closed meanwhile (a link released in the background)
-    for map_id in ids:
+    for _, map_id in lib.fdinfo_values(tracer_pid, "map_id"):
         mfd = bpf(14, ById(id=map_id))  # BPF_MAP_GET_FD_BY_ID
         assert mfd >= 0, os.strerror(ctypes.get_errno())
         try:

@@ -151,20 +151,14 @@ def test_default_follow_probes_no_other_process(tmp):
 
 def traced_pids(tracer):
     """The keys of a running tracer's BPF map of traced processes."""
-    for fd in os.listdir(f"/proc/{tracer.pid}/fdinfo"):
-        try:
-            with open(f"/proc/{tracer.pid}/fdinfo/{fd}") as f:
-                ids = [int(l.split()[1]) for l in f if l.startswith("map_id:")]
-        except OSError:  # an fd tracer closed meanwhile
-            continue
-        for i in ids:
-            show = json.loads(subprocess.run(["bpftool", "map", "show", "id", str(i), "-j"],
+    for _, i in lib.fdinfo_values(tracer.pid, "map_id"):
+        show = json.loads(subprocess.run(["bpftool", "map", "show", "id", str(i), "-j"],
+                                         capture_output=True, text=True).stdout)
+        if show.get("name") == "targets":
+            dump = json.loads(subprocess.run(["bpftool", "map", "dump", "id", str(i), "-j"],
                                              capture_output=True, text=True).stdout)
-            if show.get("name") == "targets":
-                dump = json.loads(subprocess.run(["bpftool", "map", "dump", "id", str(i), "-j"],
-                                                 capture_output=True, text=True).stdout)
-                return {int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
-                        for e in dump}
+            return {int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
+                    for e in dump}
     raise AssertionError("tracer holds no map named targets")
 
 
