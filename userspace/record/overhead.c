@@ -24,6 +24,9 @@
  * windows a preemption inflated are left out (windows_mean). */
 #define STATS_WINDOW_NS 5000000ULL
 #define STATS_PERIOD_NS 500000000ULL
+/* Until a window has seen the span programs run, windows come this often: a recording whose
+ * calls last a fraction of a second (or start late) must still have its cost measured. */
+#define STATS_FIRST_PERIOD_NS 50000000ULL
 /* A window whose mean run time is this many times the median window's was preempted. */
 #define PREEMPTED_FACTOR 3.0
 
@@ -541,7 +544,8 @@ void overhead__sample(struct overhead *o)
 		sample(o);
 	if (o->stats_fd >= 0 && now - o->stats_since >= STATS_WINDOW_NS) {
 		stats_off(o, now);
-	} else if (o->stats_fd < 0 && now - o->stats_since >= STATS_PERIOD_NS) {
+	} else if (o->stats_fd < 0 &&
+		   now - o->stats_since >= (o->nwin ? STATS_PERIOD_NS : STATS_FIRST_PERIOD_NS)) {
 		o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		o->stats_since = now;
 		if (o->stats_fd >= 0)
