@@ -292,7 +292,7 @@ enum py_read_flags {
 enum py_cfg_flags {
 	PY_CFG_PTHREAD = 1, /* tstate_match is thread_id (pthread_self()): 3.8-3.10 have no tid */
 	PY_CFG_CFRAME = 2,  /* tstate_frame points to a _PyCFrame holding the frame (3.11, 3.12) */
-	PY_CFG_OWNER = 4,   /* frames whose owner byte is owner_cstack are entry shims: skipped */
+	PY_CFG_OWNER = 4,   /* frames whose owner byte is owner_cstack or more: shims, skipped */
 };
 
 /* The bytes of a frame read at once: its code, previous frame, instruction and owner. */

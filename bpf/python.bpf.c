@@ -177,7 +177,8 @@ static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str, _
 }
 
 /* 0: a Python frame read into out; 1: an entry shim of the C stack (3.12 on), not a Python
- * function: only *previous is set; -1: unreadable. A global function: verified once, not at
+ * function: only *previous is set (owners from owner_cstack on: 3.14 put its interpreter's
+ * entry frames, FRAME_OWNED_BY_INTERPRETER, before FRAME_OWNED_BY_CSTACK, 3.13's value); -1: unreadable. A global function: verified once, not at
  * each of its callers' paths. */
 __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_frame *out,
 			  __u64 *previous, struct py_words *scr)
@@ -194,7 +195,7 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 		return -1;
 	*previous = fw.w[(cfg->frame_previous / 8) & (PY_FRAME_READ / 8 - 1)];
 	if ((cfg->flags & PY_CFG_OWNER) &&
-	    ((__u8 *)fw.w)[cfg->frame_owner & (PY_FRAME_READ - 1)] == cfg->owner_cstack)
+	    ((__u8 *)fw.w)[cfg->frame_owner & (PY_FRAME_READ - 1)] >= cfg->owner_cstack)
 		return 1;
 	code = fw.w[(cfg->frame_code / 8) & (PY_FRAME_READ / 8 - 1)];
 	out->instr = fw.w[(cfg->frame_prev_instr / 8) & (PY_FRAME_READ / 8 - 1)];

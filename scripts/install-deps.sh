@@ -19,6 +19,14 @@ packages=(
 	qemu-system-x86 cpio				# make check-kernels: other kernels in a VM
 )
 
+# CPython 3.14 (Debian sid's, chrooted: it needs sid's glibc) for the Python tests; cached under
+# /var/cache/py314, a check only once there
+if [ "$(id -u)" -eq 0 ]; then
+	"$(dirname "$0")/python314-root.sh"
+else
+	sudo "$(dirname "$0")/python314-root.sh"
+fi
+
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -39,6 +39,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#define F(field, value) printf("\t\t." #field " = %lu,\n", (unsigned long)(value))
+#if PY_MINOR_VERSION >= 13
+#include "py_debug_layout.h"
+#endif
+
 #if PY_MINOR_VERSION <= 10
 /* A dict's keys object before 3.11 is private (Objects/dict-common.h, not installed): its layout
  * as 3.8 to 3.10 have it. The entries follow dk_size indices of 1, 2, 4 or 8 bytes (by dk_size). */
@@ -57,8 +62,6 @@ struct old_dict_entry {
 	PyObject *me_value;
 };
 #endif
-
-#define F(field, value) printf("\t\t." #field " = %lu,\n", (unsigned long)(value))
 
 /* A bit field has no offsetof: set all its bits in a zeroed state word and read the mask. */
 static unsigned int state_mask(int which)
@@ -246,40 +249,7 @@ int main(void)
 #if PY_MINOR_VERSION >= 13
 	/* where _PyRuntime's leading _Py_DebugOffsets keeps the offsets above, for reading them
 	 * from the target itself (userspace/python/py_debug_offsets.c) */
-#define D(field, member) F(field, offsetof(_Py_DebugOffsets, member))
-	F(dbg_size, sizeof(_Py_DebugOffsets));
-	D(dbg_version, version);
-	D(dbg_free_threaded, free_threaded);
-	D(dbg_runtime_size, runtime_state.size);
-	D(dbg_runtime_interp_head, runtime_state.interpreters_head);
-	D(dbg_interp_size, interpreter_state.size);
-	D(dbg_interp_next, interpreter_state.next);
-	D(dbg_interp_threads_head, interpreter_state.threads_head);
-	D(dbg_interp_modules, interpreter_state.imports_modules);
-	D(dbg_tstate_size, thread_state.size);
-	D(dbg_tstate_next, thread_state.next);
-	D(dbg_tstate_frame, thread_state.current_frame);
-	D(dbg_tstate_thread_id, thread_state.thread_id);
-	D(dbg_tstate_native_thread_id, thread_state.native_thread_id);
-	D(dbg_frame_size, interpreter_frame.size);
-	D(dbg_frame_previous, interpreter_frame.previous);
-	D(dbg_frame_code, interpreter_frame.executable);
-	D(dbg_frame_prev_instr, interpreter_frame.instr_ptr);
-	D(dbg_frame_owner, interpreter_frame.owner);
-	D(dbg_code_size, code_object.size);
-	D(dbg_code_filename, code_object.filename);
-	D(dbg_code_name, code_object.name);
-	D(dbg_code_qualname, code_object.qualname);
-	D(dbg_code_linetable, code_object.linetable);
-	D(dbg_code_firstlineno, code_object.firstlineno);
-	D(dbg_code_adaptive, code_object.co_code_adaptive);
-	D(dbg_str_size, unicode_object.size);
-	D(dbg_str_state, unicode_object.state);
-	D(dbg_str_length, unicode_object.length);
-	D(dbg_str_ascii_data, unicode_object.asciiobject_size);
-	D(dbg_bytes_size, bytes_object.size);
-	D(dbg_var_size, bytes_object.ob_size);
-	D(dbg_bytes_data, bytes_object.ob_sval);
+	print_debug_layout();
 #endif
 	printf("\t} },\n");
 	return 0;

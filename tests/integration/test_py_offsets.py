@@ -1,7 +1,9 @@
 """The committed CPython offset tables (userspace/python/offsets/3.N.inc) are what
 tools/py_offsets.c gives from each version's own headers, wherever those are installed here
-(Debian's python3.N-dev, pyenv's builds): one test per version, reported as skipped with
-"absent" when no headers of that version are on the machine (never counted as passed)."""
+(Debian's python3.N-dev, pyenv's builds), and 3.14's _Py_DebugOffsets layout (debug-3.14.inc)
+what tools/py_debug_layout.c gives from its header (scripts/python314-root.sh): one test per
+version, reported as skipped with "absent" when no headers of that version are on the machine
+(never counted as passed)."""
 import os
 import subprocess
 
@@ -27,3 +29,4 @@ test_py_offsets_3_10 = check_version("3.10")
 test_py_offsets_3_11 = check_version("3.11")
 test_py_offsets_3_12 = check_version("3.12")
 test_py_offsets_3_13 = check_version("3.13")
+test_py_offsets_3_14 = check_version("3.14")

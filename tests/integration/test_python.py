@@ -7,6 +7,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 
 from lib import (check_format, finish_tracer, load_trace, read_ground_truth, sigusr1, spans,
                  start_tracer, wait_exit, wait_probes_gone, _procs)
@@ -14,13 +15,24 @@ from lib import (check_format, finish_tracer, load_trace, read_ground_truth, sig
 import lib
 
 PYTHON = "/usr/bin/python3"
+PY314_ROOT = "/var/cache/py314/root"  # Debian sid's CPython 3.14: scripts/python314-root.sh
 STAGES = {"read_batch": "reader", "decode_batch": "decoder", "write_batch": "writer"}
 
 
-def start_py_pipeline(tmp, *args, python=PYTHON):
+def start_py_pipeline(tmp, *args, python=PYTHON, root=None):
+    """root: python runs chrooted there, seeing only that tree: the script and its log go to a
+    directory of the root's /tmp (the log returned is its path outside)."""
+    script = os.path.join(lib.ROOT, "tests", "targets", "py_pipeline.py")
     log = os.path.join(tmp, "gt.log")
-    p = subprocess.Popen([python, os.path.join(lib.ROOT, "tests", "targets", "py_pipeline.py"),
-                          "--wait-signal", "--log", log] + list(args),
+    cmd = [python]
+    if root:
+        inner = tempfile.mkdtemp(prefix="tracer-test-", dir=os.path.join(root, "tmp"))
+        shutil.copy(script, inner)
+        script = os.path.join(inner[len(root):], "py_pipeline.py")
+        log = os.path.join(inner, "gt.log")
+        cmd = ["chroot", root, python]
+    p = subprocess.Popen(cmd + [script, "--wait-signal", "--log",
+                                log[len(root):] if root else log] + list(args),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _procs.append(p)
     line = p.stdout.readline().split()
@@ -47,9 +59,10 @@ def back_to_back(calls, tick_ns=1_000_000):
     return sum(b[0] - a[1] < tick_ns for a, b in zip(calls, calls[1:]))
 
 
-def test_python_stage_functions(tmp, python=PYTHON, minor=11):
-    assert os.access(python, os.X_OK), f"no {python} (Debian's python3.11)"
-    pl, pid, log = start_py_pipeline(tmp, "--seconds", "5", python=python)
+def test_python_stage_functions(tmp, python=PYTHON, minor=11, root=None):
+    """root: python runs chrooted there (paths it names are inside that tree)."""
+    assert os.access((root or "") + python, os.X_OK), f"no {python} (Debian's python3.11)"
+    pl, pid, log = start_py_pipeline(tmp, "--seconds", "5", python=python, root=root)
     out = os.path.join(tmp, "py.json")
     sigusr1(pid)
     tr = start_tracer("-p", pid, "-d", "3", "-o", out)
@@ -57,11 +70,14 @@ def test_python_stage_functions(tmp, python=PYTHON, minor=11):
     assert rc == 0, err
     assert "python:" in err and "function spans" in err, err
     # the summary says which interpreter runs and what its frames were read with: from 3.13
-    # on the target's own debug offsets, before the build's table of that version
+    # on the target's own debug offsets, before the build's table of that version; 3.14 on
+    # (no table of its own) its debug offsets, saying which readings they lack
     said = [l for l in err.splitlines() if f"python: pid {pid} runs CPython 3.{minor} " in l]
     assert len(said) == 1, err
-    assert ("its own _Py_DebugOffsets (0 fields differ" if minor >= 13
+    assert ("its own _Py_DebugOffsets (0 fields differ" if minor == 13
+            else f"its own _Py_DebugOffsets laid out as 3.{minor}'s" if minor >= 14
             else f"the build's 3.{minor} table") in said[0], said
+    assert minor < 14 or "not in them, read as in 3.13: the entry frames' owner" in said[0], said
     assert "thread names not read" not in said[0], said
     wait_exit(pl)
     gt = read_ground_truth(log)
@@ -117,7 +133,7 @@ def test_python_stage_functions(tmp, python=PYTHON, minor=11):
              and e.get("args", {}).get("py") in ("Condition.wait", "wait")]
     assert waits, "no lock wait under Condition.wait"
     for path, line in {tuple(e["args"]["py_line"].rsplit(":", 1)) for e in waits}:
-        with open(path) as f:
+        with open((root or "") + path) as f:
             text = f.read().splitlines()[int(line) - 1]
         assert path.endswith("threading.py") and "acquire(" in text, (path, line, text)
     # spin() runs under every stage, nested in it on the same thread
@@ -157,6 +173,21 @@ test_python_stage_functions_3_10 = stage_functions_on(10)  # 3.10's co_linetable
 test_python_stage_functions_3_11 = stage_functions_on(11)  # shared libpython3.11
 test_python_stage_functions_3_12 = stage_functions_on(12)  # _PyCFrame, entry shims
 test_python_stage_functions_3_13 = stage_functions_on(13)  # current_frame, debug offsets
+
+
+def test_python_stage_functions_3_14(tmp):
+    """CPython 3.14, which has no table in this build: Debian sid's, run chrooted in the root
+    scripts/python314-root.sh builds (it needs sid's glibc), its frames read with its own
+    _Py_DebugOffsets, its paths in /proc/PID/maps inside that root (as a container's are)."""
+    python = "/usr/bin/python3.14"
+    if not os.access(PY314_ROOT + python, os.X_OK):
+        raise lib.Skip(f"CPython 3.14 absent: no {PY314_ROOT}{python} (scripts/install-deps.sh "
+                       "runs scripts/python314-root.sh, which builds it)")
+    try:
+        test_python_stage_functions(tmp, python=python, minor=14, root=PY314_ROOT)
+    finally:
+        for d in glob.glob(os.path.join(PY314_ROOT, "tmp", "tracer-test-*")):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def test_python_unsupported_version(tmp):

@@ -361,6 +361,14 @@ static void test_offsets(void)
 		CHECK(!v || (v->off.frame_kind == 1) == (minor <= 10));
 		CHECK(!v || !!v->off.dbg_size == (minor >= 13));
 	}
+	/* 3.14 on have no table: the newest (3.13) for the rest, their own debug layout (3.15:
+	 * the newest known, 3.14's) */
+	CHECK(py_version__find(3, 14) == NULL && py_version__newest()->minor == 13);
+	CHECK(py_version__layout(3, 13) == NULL && py_version__layout(3, 14) &&
+	      py_version__layout(3, 14)->minor == 14 && py_version__layout(3, 15) &&
+	      py_version__layout(3, 15)->minor == 14);
+	v = py_version__layout(3, 14);
+	CHECK(v && v->off.dbg_size > py_version__find(3, 13)->off.dbg_size && !v->off.frame_code);
 }
 
 /* _Py_DebugOffsets as 3.13 lays it out, filled from the 3.13 table, read from our own memory. */
@@ -405,6 +413,7 @@ static void test_debug_offsets(void)
 	put64(buf, t->dbg_frame_code, t->frame_code);
 	put64(buf, t->dbg_frame_prev_instr, t->frame_prev_instr);
 	put64(buf, t->dbg_frame_owner, t->frame_owner);
+	put64(buf, t->dbg_frame_localsplus, t->frame_localsplus);
 	put64(buf, t->dbg_code_filename, t->code_filename);
 	put64(buf, t->dbg_code_name, t->code_name);
 	put64(buf, t->dbg_code_qualname, t->code_qualname);

@@ -32,6 +32,7 @@ static const struct field fields[] = {
 	FLD(frame_code, frame),
 	FLD(frame_prev_instr, frame),
 	FLD(frame_owner, frame),
+	FLD(frame_localsplus, frame),
 	FLD(code_filename, code),
 	FLD(code_name, code),
 	FLD(code_qualname, code),

@@ -17,12 +17,37 @@ static const struct py_version py_versions[] = {
 	{ 0 } /* end */
 };
 
+/* Newer versions have no table: only where their _Py_DebugOffsets keep what tracer reads. */
+static const struct py_version py_layouts[] = {
+#include "python/offsets/debug-3.14.inc"
+	{ 0 } /* end */
+};
+
 const struct py_version *py_version__find(int major, int minor)
 {
 	for (const struct py_version *v = py_versions; v->major; v++)
 		if (v->major == major && v->minor == minor)
 			return v;
 	return NULL;
+}
+
+const struct py_version *py_version__newest(void)
+{
+	const struct py_version *v = py_versions;
+
+	while (v[1].major)
+		v++;
+	return v;
+}
+
+const struct py_version *py_version__layout(int major, int minor)
+{
+	const struct py_version *found = NULL;
+
+	for (const struct py_version *v = py_layouts; v->major; v++)
+		if (v->major == major && v->minor <= minor)
+			found = v;
+	return found;
 }
 
 const char *py_version__supported(void)

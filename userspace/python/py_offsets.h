@@ -38,14 +38,15 @@ struct py_offsets {
 	uint32_t type_flags, type_managed_dict_flag, type_ht_cached_keys;
 	uint32_t has_thread_names; /* the dict and instance fields above are there */
 	/* 3.13 on: where the target's own _Py_DebugOffsets keeps the fields above (dbg_size 0:
-	 * this version has none) */
+	 * this version has none). Last in the struct: a layout of its own (3.14 on) replaces
+	 * them all from dbg_size on */
 	uint32_t dbg_size, dbg_version, dbg_free_threaded;
 	uint32_t dbg_runtime_size, dbg_runtime_interp_head;
 	uint32_t dbg_interp_size, dbg_interp_next, dbg_interp_threads_head, dbg_interp_modules;
 	uint32_t dbg_tstate_size, dbg_tstate_next, dbg_tstate_frame, dbg_tstate_thread_id;
 	uint32_t dbg_tstate_native_thread_id;
 	uint32_t dbg_frame_size, dbg_frame_previous, dbg_frame_code, dbg_frame_prev_instr;
-	uint32_t dbg_frame_owner;
+	uint32_t dbg_frame_owner, dbg_frame_localsplus;
 	uint32_t dbg_code_size, dbg_code_filename, dbg_code_name, dbg_code_qualname;
 	uint32_t dbg_code_linetable, dbg_code_firstlineno, dbg_code_adaptive;
 	uint32_t dbg_str_size, dbg_str_state, dbg_str_length, dbg_str_ascii_data;
@@ -59,6 +60,12 @@ struct py_version {
 
 /* The offsets of CPython major.minor, or NULL when this build has none for it. */
 const struct py_version *py_version__find(int major, int minor);
+/* The newest version with a table (3.13): a newer one's frames are read with its debug offsets
+ * laid out as py_version__layout says, the rest as this table says. */
+const struct py_version *py_version__newest(void);
+/* Where a version with no table of its own keeps its debug offsets: the newest layout this
+ * build knows from that version or before (only the dbg_* fields are set), NULL if none. */
+const struct py_version *py_version__layout(int major, int minor);
 /* "3.11" or "3.11, 3.12": the versions this build reads, for messages. */
 const char *py_version__supported(void);
 /* Fills the BPF side's part; -ENOTSUP if the frame fields do not fit the one read per frame

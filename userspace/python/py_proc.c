@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,34 @@ static int try_object(struct py_proc *p, const char *path, uint64_t start, uint6
 	return ret;
 }
 
+/* A version newer than the newest table (3.14 on) has its frames read with its own debug
+ * offsets, laid out as the newest layout this build knows up to that version, and what those
+ * lack as the newest table has it (py_proc__offsets_from names those readings). p->from stays
+ * PY_OFF_NONE, p->dbg_why saying why, when they cannot be read. */
+static void newer_version(struct py_proc *p)
+{
+	const struct py_version *table = py_version__newest(), *layout;
+	const size_t dbg = offsetof(struct py_offsets, dbg_size);
+	struct py_offsets base;
+
+	if (p->major != table->major || p->minor < table->minor)
+		return; /* older than the oldest table, or no version read */
+	layout = py_version__layout(p->major, p->minor);
+	if (!layout) {
+		snprintf(p->dbg_why, sizeof(p->dbg_why),
+			 "this build knows no _Py_DebugOffsets layout of %d.%d", p->major, p->minor);
+		return;
+	}
+	base = table->off;
+	memcpy((char *)&base + dbg, (const char *)&layout->off + dbg, sizeof(base) - dbg);
+	if (py_debug_offsets__read(p->pid, p->runtime, p->major, p->minor, &base, &p->off,
+				   &p->dbg_changed, p->dbg_why, sizeof(p->dbg_why)))
+		return;
+	p->from = PY_OFF_DEBUG;
+	p->table_minor = table->minor;
+	p->layout_minor = layout->minor;
+}
+
 int py_proc__detect(int pid, struct py_proc *p)
 {
 	char path[64], line[4096];
@@ -96,15 +125,7 @@ int py_proc__detect(int pid, struct py_proc *p)
 		return ret;
 	p->ver = py_version__find(p->major, p->minor);
 	if (!p->ver) {
-		char cookie[8];
-
-		/* a newer one's debug offsets: their layout changes with the version (3.14's is
-		 * not 3.13's), so they cannot be read without its table */
-		if (!py_mem__read(pid, p->runtime, cookie, sizeof(cookie)) &&
-		    !memcmp(cookie, "xdebugpy", 8))
-			snprintf(p->dbg_why, sizeof(p->dbg_why),
-				 "its _Py_DebugOffsets are laid out as in %d.%d, unknown to this "
-				 "build", p->major, p->minor);
+		newer_version(p);
 		return 0;
 	}
 	p->off = p->ver->off;
@@ -123,7 +144,14 @@ int py_proc__detect(int pid, struct py_proc *p)
 
 const char *py_proc__offsets_from(const struct py_proc *p, char *buf, size_t len)
 {
-	if (p->from == PY_OFF_DEBUG)
+	if (p->from == PY_OFF_DEBUG && p->layout_minor)
+		snprintf(buf, len, "its own _Py_DebugOffsets laid out as %d.%d's (%d field%s differ "
+				   "from the build's %d.%d table; not in them, read as in %d.%d: the "
+				   "entry frames' owner, co_nlocalsplus, str kind bits, dict keys, "
+				   "module and instance dicts)",
+			 p->major, p->layout_minor, p->dbg_changed, p->dbg_changed == 1 ? "" : "s",
+			 p->major, p->table_minor, p->major, p->table_minor);
+	else if (p->from == PY_OFF_DEBUG)
 		snprintf(buf, len, "its own _Py_DebugOffsets (%d field%s differ from the build's "
 				   "%d.%d table)",
 			 p->dbg_changed, p->dbg_changed == 1 ? "" : "s", p->major, p->minor);
@@ -133,6 +161,7 @@ const char *py_proc__offsets_from(const struct py_proc *p, char *buf, size_t len
 	else if (p->from == PY_OFF_TABLE)
 		snprintf(buf, len, "the build's %d.%d table", p->major, p->minor);
 	else
-		snprintf(buf, len, "nothing (no table for %d.%d)", p->major, p->minor);
+		snprintf(buf, len, "nothing (no table nor debug offsets for %d.%d)", p->major,
+			 p->minor);
 	return buf;
 }

@@ -11,18 +11,21 @@
 #include <sys/types.h>
 
 enum py_offsets_from {
-	PY_OFF_NONE,  /* a version this build has no table for: frames not read */
+	PY_OFF_NONE,  /* a version this build cannot read: frames not read */
 	PY_OFF_TABLE, /* the build's table of that version */
-	PY_OFF_DEBUG, /* the target's own _Py_DebugOffsets (3.13 on), the table for the rest */
+	PY_OFF_DEBUG, /* the target's own _Py_DebugOffsets (3.13 on), the table for the rest (the
+		       * newest table for a version with none of its own) */
 };
 
 struct py_proc {
 	int pid;
 	int major, minor;
-	const struct py_version *ver; /* the build's table; NULL: none for this version */
+	const struct py_version *ver; /* the build's table; NULL: none of this version's own */
 	struct py_offsets off;	      /* what its frames are read with */
 	enum py_offsets_from from;
 	int dbg_changed;	      /* PY_OFF_DEBUG: fields that differ from the table */
+	int table_minor;	      /* a newer version's (3.14 on): the table taken for the rest */
+	int layout_minor;	      /* ... and the _Py_DebugOffsets layout its offsets are read by */
 	char dbg_why[96];	      /* why the debug offsets were not used, if they exist */
 	uint64_t runtime;	      /* address of _PyRuntime */
 	char object[64];	      /* basename of the object that defines it */

@@ -230,12 +230,13 @@ void py_session__finish(struct py_session *s, uint64_t ts)
 static bool same_interp(const struct py_proc *a, const struct py_proc *b)
 {
 	return a->major == b->major && a->minor == b->minor && a->from == b->from &&
+	       a->layout_minor == b->layout_minor &&
 	       a->dbg_changed == b->dbg_changed && !strcmp(a->object, b->object);
 }
 
 void py_session__describe(const struct py_session *s, FILE *f)
 {
-	char from[200];
+	char from[400];
 
 	for (size_t i = 0; i < s->nprocs; i++) {
 		const struct py_proc *p = &s->procs[i];
