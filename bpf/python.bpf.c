@@ -177,9 +177,10 @@ static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str, _
 }
 
 /* 0: a Python frame read into out; 1: an entry shim of the C stack (3.12 on), not a Python
- * function: only *previous is set (owners from owner_cstack on: 3.14 put its interpreter's
- * entry frames, FRAME_OWNED_BY_INTERPRETER, before FRAME_OWNED_BY_CSTACK, 3.13's value); -1: unreadable. A global function: verified once, not at
- * each of its callers' paths. */
+ * function: only *previous is set; -1: unreadable. A global function: verified once, not at
+ * each of its callers' paths. Shims are the owners from owner_cstack on: 3.14 put its
+ * interpreter's entry frames, FRAME_OWNED_BY_INTERPRETER, at 3.13's FRAME_OWNED_BY_CSTACK (3),
+ * and moved that to 4, so 3.13's value covers both. */
 __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_frame *out,
 			  __u64 *previous, struct py_words *scr)
 {

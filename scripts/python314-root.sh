@@ -27,8 +27,8 @@ fi
 
 apt=$CACHE/apt
 mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$CACHE/debs"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" \
-	>"$apt/sources.list"
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+echo "deb [signed-by=$keyring] http://deb.debian.org/debian sid main" >"$apt/sources.list"
 O=(-o Dir::Etc::sourcelist="$apt/sources.list" -o Dir::Etc::sourceparts=-
    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root
    -o Debug::NoLocking=1)
