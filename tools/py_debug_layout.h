@@ -43,6 +43,17 @@ static void print_debug_layout(void)
 	D(dbg_bytes_size, bytes_object.size);
 	D(dbg_var_size, bytes_object.ob_size);
 	D(dbg_bytes_data, bytes_object.ob_sval);
+	D(dbg_object_size, pyobject.size);
+	D(dbg_object_type, pyobject.ob_type);
+	D(dbg_type_size, type_object.size);
+	D(dbg_type_name, type_object.tp_name);
+	D(dbg_type_flags, type_object.tp_flags);
+	D(dbg_dict_size, dict_object.size);
+	D(dbg_dict_keys, dict_object.ma_keys);
+	D(dbg_dict_values, dict_object.ma_values);
+	D(dbg_pylong_size, long_object.size);
+	D(dbg_long_size, long_object.lv_tag);
+	D(dbg_long_digits, long_object.ob_digit);
 }
 
 #endif

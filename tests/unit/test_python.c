@@ -401,6 +401,10 @@ static void test_debug_offsets(void)
 	put64(buf, t->dbg_code_size, 1 << 16);
 	put64(buf, t->dbg_str_size, 1 << 16);
 	put64(buf, t->dbg_bytes_size, 1 << 16);
+	put64(buf, t->dbg_object_size, 1 << 16);
+	put64(buf, t->dbg_type_size, 1 << 16);
+	put64(buf, t->dbg_dict_size, 1 << 16);
+	put64(buf, t->dbg_pylong_size, 1 << 16);
 	put64(buf, t->dbg_runtime_interp_head, t->runtime_interp_head);
 	put64(buf, t->dbg_interp_next, t->interp_next);
 	put64(buf, t->dbg_interp_threads_head, t->interp_threads_head);
@@ -425,6 +429,13 @@ static void test_debug_offsets(void)
 	put64(buf, t->dbg_str_ascii_data, t->str_ascii_data);
 	put64(buf, t->dbg_var_size, t->var_size);
 	put64(buf, t->dbg_bytes_data, t->bytes_data);
+	put64(buf, t->dbg_object_type, t->object_type);
+	put64(buf, t->dbg_type_name, t->type_name);
+	put64(buf, t->dbg_type_flags, t->type_flags);
+	put64(buf, t->dbg_dict_keys, t->dict_keys);
+	put64(buf, t->dbg_dict_values, t->dict_values);
+	put64(buf, t->dbg_long_size, t->long_size);
+	put64(buf, t->dbg_long_digits, t->long_digits);
 	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,
 				     sizeof(why)) == 0 && changed == 0);
 	CHECK(!memcmp(&out, t, sizeof(out)));

@@ -44,6 +44,13 @@ static const struct field fields[] = {
 	FLD(str_ascii_data, str),
 	FLD(var_size, bytes),
 	FLD(bytes_data, bytes),
+	FLD(object_type, object),
+	FLD(type_name, type),
+	FLD(type_flags, type),
+	FLD(dict_keys, dict),
+	FLD(dict_values, dict),
+	FLD(long_size, pylong),
+	FLD(long_digits, pylong),
 };
 
 static uint32_t u32_at(const void *base, size_t off)

@@ -51,6 +51,9 @@ struct py_offsets {
 	uint32_t dbg_code_linetable, dbg_code_firstlineno, dbg_code_adaptive;
 	uint32_t dbg_str_size, dbg_str_state, dbg_str_length, dbg_str_ascii_data;
 	uint32_t dbg_bytes_size, dbg_var_size, dbg_bytes_data;
+	uint32_t dbg_object_size, dbg_object_type, dbg_type_size, dbg_type_name, dbg_type_flags;
+	uint32_t dbg_dict_size, dbg_dict_keys, dbg_dict_values;
+	uint32_t dbg_pylong_size, dbg_long_size, dbg_long_digits;
 };
 
 struct py_version {
