@@ -348,12 +348,15 @@ enum insn_class recording__probe_class(const struct recording *r, const struct p
 	for (size_t t = 0; t < r->tracked.ntargets; t++)
 		for (size_t i = 0; i < r->tracked.targets[t].nobjs; i++) {
 			const struct mapped_object *o = &r->tracked.targets[t].objs[i];
+			struct stat st;
 
 			if (o->dev != p->dev || o->ino != p->ino)
 				continue;
 			if (!access(o->open_path, R_OK))
 				return overhead__site_class(o->open_path, p->site);
-			if (!access(o->path, R_OK)) /* the target is gone: its map_files too */
+			/* the target is gone: its map_files too. Its path names that file unless
+			 * it ran in another root (a container, a chroot) */
+			if (!stat(o->path, &st) && st.st_ino == o->ino)
 				return overhead__site_class(o->path, p->site);
 		}
 	return INSN_STEPPED;
