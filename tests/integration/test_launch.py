@@ -115,6 +115,18 @@ def test_sigterm_always_ends_tracer(tmp):
     assert trace["metadata"]["stop_reason"] == "SIGTERM", trace["metadata"]
 
 
+def wait_stop_signals_blocked(pid, timeout=30):
+    """Whether the process blocks SIGTERM (its SigBlk in /proc) within the timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/status") as f:
+            blocked = next(int(l.split()[1], 16) for l in f if l.startswith("SigBlk:"))
+        if blocked & (1 << (signal.SIGTERM - 1)):
+            return True
+        time.sleep(0.001)
+    return False
+
+
 def test_sigterm_while_setting_up_leaves_nothing_running(tmp):
     """kill -TERM tracer before it records (loading its programs): it stops there with one
     line, and the command it launched, held at its start, does not go on untraced. Before, tracer
@@ -125,6 +137,9 @@ def test_sigterm_while_setting_up_leaves_nothing_running(tmp):
         tr = subprocess.Popen([lib.TRACER, "-o", out, "-u", "other:libc.so.6:nanosleep", "--",
                                "sleep", marker], stderr=subprocess.PIPE, text=True)
         lib._procs.append(tr)
+        # from when tracer blocks the stop signals (its first step): before that the default
+        # action ends it before it can have launched anything (a loaded machine, once)
+        assert wait_stop_signals_blocked(tr.pid), tr.pid
         time.sleep(delay)
         tr.send_signal(signal.SIGTERM)
         _, err = tr.communicate(timeout=60)
