@@ -365,7 +365,25 @@ static void py_thread_name(void *ctx, int pid, int tid, const char *name)
 	t->named = t->py_named = true;
 }
 
-const struct py_session_ops consumer__py_ops = { .span = py_span, .thread_name = py_thread_name };
+/* The python-gil pack's spans time each wait exactly: the scheduler's are left out then. */
+static bool py_gil(void *ctx, const struct span_rec *r)
+{
+	struct consumer *c = ctx;
+	struct thread *t;
+
+	for (size_t i = 0; i < c->probes->cnt; i++)
+		if (c->probes->v[i].cat == CAT_GIL)
+			return false;
+	t = thread_of(c, r->pid, r->tid);
+	t->spans++;
+	summary__span(&c->summary, PY_GIL_SPAN, CAT_GIL, r->start_ns, r->end_ns,
+		      r->end_ns - r->start_ns - cover__add(&t->cover, r->start_ns, r->end_ns),
+		      r->flags & SPAN_INCOMPLETE);
+	return true;
+}
+
+const struct py_session_ops consumer__py_ops = { .span = py_span, .thread_name = py_thread_name,
+						 .gil = py_gil };
 
 void consumer__pause(struct consumer *c, bool paused, uint64_t ts)
 {
