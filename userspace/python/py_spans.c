@@ -97,7 +97,8 @@ static void gil_flush(struct py_spans *s, struct py_stack *st, uint64_t ts)
 }
 
 /* A read of the thread: one flagged PY_GIL starts a GIL wait, or goes on with the one that
- * ended a moment ago; any other ends it. */
+ * ended a moment ago if the stack is the same (no Python ran between: the same take of the
+ * GIL; a new call's wait is its own, and nests in its frames); any other ends it. */
 static void gil_read(struct py_spans *s, struct py_stack *st, const struct py_stack_rec *r)
 {
 	bool gil = r->reason == PY_READ_BLOCK && (r->flags & PY_GIL);
@@ -108,7 +109,8 @@ static void gil_read(struct py_spans *s, struct py_stack *st, const struct py_st
 		st->gil_end = st->gil_block;
 		st->gil_block = 0;
 	}
-	if (st->gil_start && (!gil || r->ts > st->gil_end + PY_GIL_JOIN_NS))
+	if (st->gil_start &&
+	    (!gil || !(r->flags & PY_SAME) || r->ts > st->gil_end + PY_GIL_JOIN_NS))
 		gil_flush(s, st, r->ts);
 	if (!gil)
 		return;
