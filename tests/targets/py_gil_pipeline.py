@@ -3,7 +3,7 @@
 
 gil (the default): a pure-Python parser thread runs flat out, holding the GIL but when the
 interpreter's switch interval makes it let go; two featurizer threads do native work with the
-GIL released (numpy's matrix product with "numpy", else hashlib's sha256 of 256 KB) and take it
+GIL released (numpy's matrix product with "numpy", else hashlib's sha256 of 32 KB) and take it
 back after each call. They wait on nothing else: whatever time they spend off a CPU, they spend
 waiting for the GIL, and they get far less done than their CPUs would let them.
 
@@ -34,12 +34,12 @@ records = queue.Queue()
 
 if args.work == "numpy":
     import numpy
-    matrix = numpy.random.default_rng(1).random((160, 160))
+    matrix = numpy.random.default_rng(1).random((64, 64))
 
     def native():
         return float((matrix @ matrix)[0, 0])
 else:
-    data = os.urandom(256 * 1024)
+    data = os.urandom(32 * 1024)
 
     def native():
         return hashlib.sha256(data).digest()[0]  # releases the GIL from 2 KB on

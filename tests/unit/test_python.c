@@ -321,6 +321,16 @@ static void test_gil_waits(void)
 	py_spans__close_all(s, 0, 9800 + PY_GIL_JOIN_NS + 500);
 	CHECK(ngils == 4 && gils[3].start == 9800 + PY_GIL_JOIN_NS + 1 && gils[3].incomplete &&
 	      gils[3].end == 9800 + PY_GIL_JOIN_NS + 500);
+	/* woken (the GIL let go) before it runs: the wait ends at the waking, the rest is a wait
+	 * for a CPU */
+	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
+	ngils = 0;
+	read_stack(s, 9, 100, TICK, 1, (uint64_t[]){ 1, 10 });
+	read_gil(s, 9, 200, true, 0, NULL);
+	py_spans__woken(s, 1, 9, 700);
+	py_spans__switch_in(s, 1, 9, 4000);
+	read_stack(s, 9, 5000, TICK, 1, (uint64_t[]){ 1, 12 });
+	CHECK(ngils == 1 && gils[0].start == 200 && gils[0].end == 700 && gils[0].in == 1);
 	/* a block that is not on the GIL starts none */
 	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
 	ngils = 0;

@@ -219,6 +219,11 @@ void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts)
 	py_spans__switch_in(s->spans, pid, tid, ts);
 }
 
+void py_session__woken(struct py_session *s, int pid, int tid, uint64_t ts)
+{
+	py_spans__woken(s->spans, pid, tid, ts);
+}
+
 void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts)
 {
 	py_spans__thread_exit(s->spans, pid, tid, ts);

@@ -62,6 +62,9 @@ size_t py_session__native(struct py_session *s, const struct span_rec *r, bool w
 			  size_t len);
 /* The thread was put on a CPU at ts (a scheduler record). */
 void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts);
+/* The thread was woken at ts (sched_waking): a wait for the GIL ends there, the time after it
+ * is a wait for a CPU. */
+void py_session__woken(struct py_session *s, int pid, int tid, uint64_t ts);
 void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts);
 /* Reads Python's thread names of every Python process again if threads were seen since, and
  * once more at the next tick (tick: called from the periodic tick, not after each read). */

@@ -14,6 +14,7 @@ struct py_stack {
 	/* a wait for the GIL: blocked since gil_block (0: not blocked on it), and the wait
 	 * not written yet, from gil_start to gil_end (0: none) */
 	uint64_t gil_block, gil_start, gil_end;
+	uint64_t gil_woken; /* the waking since gil_block (0: none seen) */
 	uint32_t depth;
 	struct py_open v[PY_MAX_FRAMES]; /* outermost first */
 	UT_hash_handle hh;
@@ -93,7 +94,7 @@ static void gil_flush(struct py_spans *s, struct py_stack *st, uint64_t ts)
 	if (st->gil_start && st->gil_end > st->gil_start && s->ops->gil)
 		s->ops->gil(s->ctx, st->pid, st->tid, st->gil_start, st->gil_end, open,
 			    st->depth ? &st->v[st->depth - 1] : NULL);
-	st->gil_block = st->gil_start = st->gil_end = 0;
+	st->gil_block = st->gil_start = st->gil_end = st->gil_woken = 0;
 }
 
 /* A read of the thread: one flagged PY_GIL starts a GIL wait, or goes on with the one that
@@ -106,8 +107,8 @@ static void gil_read(struct py_spans *s, struct py_stack *st, const struct py_st
 	/* read again with no switch in since the block (its record lost): how long it waited is
 	 * not known, what came before stands */
 	if (st->gil_block) {
-		st->gil_end = st->gil_block;
-		st->gil_block = 0;
+		st->gil_end = st->gil_woken ? st->gil_woken : st->gil_block;
+		st->gil_block = st->gil_woken = 0;
 	}
 	if (st->gil_start &&
 	    (!gil || !(r->flags & PY_SAME) || r->ts > st->gil_end + PY_GIL_JOIN_NS))
@@ -117,6 +118,7 @@ static void gil_read(struct py_spans *s, struct py_stack *st, const struct py_st
 	if (!st->gil_start)
 		st->gil_start = r->ts;
 	st->gil_block = r->ts;
+	st->gil_woken = 0;
 }
 
 void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts)
@@ -126,9 +128,17 @@ void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts)
 	if (st && ts > st->switch_in)
 		st->switch_in = ts;
 	if (st && st->gil_block && ts >= st->gil_block) {
-		st->gil_end = ts;
-		st->gil_block = 0;
+		st->gil_end = st->gil_woken ? st->gil_woken : ts;
+		st->gil_block = st->gil_woken = 0;
 	}
+}
+
+void py_spans__woken(struct py_spans *s, int pid, int tid, uint64_t ts)
+{
+	struct py_stack *st = stack_of(s, pid, tid, false);
+
+	if (st && st->gil_block && ts >= st->gil_block)
+		st->gil_woken = ts;
 }
 
 void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t size)

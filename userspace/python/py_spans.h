@@ -61,6 +61,9 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 #define PY_GIL_JOIN_NS 200000ULL
 /* The thread was switched onto a CPU at ts (a scheduler record). */
 void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts);
+/* The thread was woken at ts: a wait for the GIL ends there (what follows, until it runs, is a
+ * wait for a CPU, the scheduler's runnable state). */
+void py_spans__woken(struct py_spans *s, int pid, int tid, uint64_t ts);
 /* A native span [start, end] completed on tid. Closes the Python frames it called (at end) and
  * returns the innermost frame open at its start (its caller), or false if there is none. wait: a
  * wait inside the interpreter (PROBE_PY_WAIT), whose end says nothing of when frames change. */

@@ -234,6 +234,8 @@ static void on_wakeup(struct consumer *c, const struct wakeup_rec *r, uint32_t t
 	t = threads__get(&c->threads, r->pid, r->tid);
 	set_name(c, t, r->comm);
 	threads__on_wakeup(&c->threads, r);
+	if (r->kind == WAKEUP_WAKING && c->py)
+		py_session__woken(c->py, r->pid, r->tid, r->ts);
 	/* a traced thread inside a span woke another: an arrow from that span */
 	/* (an interrupt's wake-up has depth 0: the BPF side never looks at the task under it) */
 	if (c->flows && r->kind == WAKEUP_WAKING && r->waker_depth && r->waker_tid != r->tid &&
