@@ -378,6 +378,7 @@ static bool py_gil(void *ctx, const struct span_rec *r)
 			return false;
 	t = thread_of(c, r->pid, r->tid);
 	t->spans++;
+	c->summary.gil_spans++;
 	summary__span(&c->summary, PY_GIL_SPAN, CAT_GIL, r->start_ns, r->end_ns,
 		      r->end_ns - r->start_ns - cover__add(&t->cover, r->start_ns, r->end_ns),
 		      r->flags & SPAN_INCOMPLETE);
