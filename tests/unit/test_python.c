@@ -502,7 +502,6 @@ static void test_debug_offsets(void)
 	put64(buf, t->dbg_interp_next, t->interp_next);
 	put64(buf, t->dbg_interp_threads_head, t->interp_threads_head);
 	put64(buf, t->dbg_interp_modules, t->interp_modules);
-	put64(buf, t->dbg_gil_at, t->gil_at);
 	put64(buf, t->dbg_tstate_next, t->tstate_next);
 	put64(buf, t->dbg_tstate_frame, t->tstate_frame);
 	put64(buf, t->dbg_tstate_thread_id, t->tstate_thread_id);
