@@ -581,6 +581,13 @@ def bench_attach():
         ff.wait()
 
 
+def bench_detach():
+    """4c. the per-function fallback attaching and detaching 1,000 functions (bench/detach.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import detach
+    detach.run(sys.modules[__name__])
+
+
 def bench_big_pack():
     """4b. a pack of 10,000 probes on 70,000 functions (bench/big_pack.py)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -795,7 +802,7 @@ def main():
     ap.add_argument("--output", default=os.path.join(ROOT, ".output"))
     ap.add_argument("--quick", action="store_true", help="shorter runs (noisier)")
     ap.add_argument("--results", default=None, help="write the table here (markdown)")
-    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,1c,1d,1e,2,3,4,4b,5,6,7,8,9,10")
+    ap.add_argument("--only", default="", help="comma-separated rows: 1,1b,1c,1d,1e,2,3,4,4b,4c,5,6,7,8,9,10")
     ap.add_argument("--compare-tracer", default=None,
                     help="another tracer binary to add to rows 1 and 10 (e.g. a build without a change)")
     a = ap.parse_args()
@@ -808,7 +815,8 @@ def main():
         print("bench: needs root (uprobes need CAP_SYS_ADMIN); run with sudo", file=sys.stderr)
         return 2
     for tool in (TRACER, os.path.join(BENCH, "loop"), os.path.join(BENCH, "floor"),
-                 os.path.join(BENCH, "writer_bench"), os.path.join(BENCH, "switcher")):
+                 os.path.join(BENCH, "writer_bench"), os.path.join(BENCH, "switcher"),
+                 os.path.join(BENCH, "many_funcs")):
         if not os.access(tool, os.X_OK):
             print(f"bench: {tool} is missing; run `make bench` (it builds it)", file=sys.stderr)
             return 2
@@ -824,6 +832,7 @@ def main():
     steps = [("1", bench_cost), ("1b", bench_insn_classes), ("1c", bench_sites),
              ("1d", bench_budget), ("1e", bench_cxx), ("2", bench_sustained),
              ("3", bench_writer), ("4", bench_attach), ("4b", bench_big_pack),
+             ("4c", bench_detach),
              ("5", bench_memory), ("6", bench_ffmpeg),
              ("7", bench_python), ("8", bench_frameworks), ("9", bench_clickhouse),
              ("10", bench_sched)]

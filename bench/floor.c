@@ -2,7 +2,8 @@
 /* The floor of the benchmarks: EMPTY BPF programs on a uprobe and a uretprobe of each function,
  * attached the way tracer attaches (one uprobe_multi link per direction, returns first; one
  * perf-event uprobe per function with TRACER_NO_UPROBE_MULTI=1 or on kernels without it).
- * Whatever tracer costs beyond this is tracer's own.
+ * Whatever tracer costs beyond this is tracer's own. Closing the per-function links, it sets
+ * /sys/kernel/rcu_expedited meanwhile, as tracer does (record/expedite.c).
  *
  * Usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k]
  *   -x OBJECT  the ELF file the functions are in (default /proc/PID/exe)
@@ -12,6 +13,7 @@
  * Prints "floor: attached N probes (MECHANISM)" on stderr, runs until SIGINT/SIGTERM or the
  * target exits, and with -c prints "entry_hits N return_hits M" on stdout. */
 #include "record/attach.h"
+#include "record/expedite.h"
 #include "elf/elf_syms.h"
 #include "record/overhead.h"
 #include "util/util.h"
@@ -61,6 +63,7 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	bool entry_only = false, count = false, clock = false;
 	struct empty_probes e = { .prog_fd = { -1, -1 } };
+	struct expedite x = { 0 };
 	uint64_t *offsets = NULL, runs[2] = { 0, 0 }, ns;
 	int pid = 0, opt, err, stats_fd = -1, pidfd = -1, sigfd;
 	struct pollfd pfd[2];
@@ -116,6 +119,8 @@ int main(int argc, char **argv)
 	}
 	err = clock ? empty_probes__open_clock(&e, attach__multi_supported())
 		    : empty_probes__open(&e, attach__multi_supported());
+	if (!err && !e.multi) /* as tracer: two descriptors a link */
+		attach__enough_fds(4 * cnt);
 	if (!err && !entry_only)
 		err = empty_probes__attach(&e, path, offsets, cnt, pid, true);
 	if (!err)
@@ -139,7 +144,10 @@ int main(int argc, char **argv)
 		       (unsigned long long)runs[1]);
 		close(stats_fd);
 	}
+	if (!e.multi) /* closed the way tracer closes them (attach__detach) */
+		expedite__begin(&x, "floor");
 	empty_probes__close(&e);
+	expedite__end(&x);
 	free(offsets);
 	return 0;
 }

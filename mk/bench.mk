@@ -6,7 +6,8 @@
 .PHONY: bench bench-tools
 
 BENCH_OUT := $(OUTPUT)/bench
-BENCH_TOOLS := $(BENCH_OUT)/loop $(BENCH_OUT)/floor $(BENCH_OUT)/writer_bench $(BENCH_OUT)/switcher
+BENCH_TOOLS := $(BENCH_OUT)/loop $(BENCH_OUT)/floor $(BENCH_OUT)/writer_bench $(BENCH_OUT)/switcher \
+	$(BENCH_OUT)/many_funcs
 
 $(BENCH_OUT):
 	$(Q)mkdir -p $@
@@ -21,6 +22,11 @@ $(BENCH_OUT)/loop: bench/loop.c | $(BENCH_OUT)
 $(BENCH_OUT)/switcher: bench/switcher.c | $(BENCH_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -Wall -Wextra -pthread $< -o $@
+
+# Row 4c's target: 1,000 functions, fn000 to fn999 (made by the preprocessor).
+$(BENCH_OUT)/many_funcs: bench/many_funcs.c | $(BENCH_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -Wall -Wextra $< -o $@
 
 $(BENCH_OUT)/%: bench/%.c $(LIB_OBJS) | $(BENCH_OUT)
 	$(call msg,CC,$@)

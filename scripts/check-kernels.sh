@@ -122,7 +122,7 @@ add_with_libs() {
 }
 
 build_root() {
-	mkdir -p "$ROOTFS"/{usr/bin,usr/sbin,usr/lib,usr/lib64,proc,sys,dev,tmp,run,root}
+	mkdir -p "$ROOTFS"/{usr/bin,usr/sbin,usr/lib,usr/lib64,proc,sys,dev,tmp,run,root,var/tmp}
 	for d in bin sbin lib lib64; do ln -s "usr/$d" "$ROOTFS/$d"; done
 	local py=/usr/lib/python3.11 tools=(/usr/bin/python3) # Debian's: the tests name it so
 	for t in sh mount mkdir cat base64 gzip tee uname sleep rm ls grep head tail wc bpftool; do
@@ -136,8 +136,13 @@ build_root() {
 		$(find "$py/lib-dynload" -name '*.so')
 	# the tree the tests read, at the same place as here (their paths are absolute)
 	mkdir -p "$ROOTFS$ROOT" "$ROOTFS$OUTPUT"
-	cp -a "$ROOT/tests" "$ROOT/probes" "$ROOTFS$ROOT/"
+	cp -a "$ROOT/tests" "$ROOT/probes" "$ROOT/bench" "$ROOTFS$ROOT/"
 	cp -a "$OUTPUT/tracer" "$OUTPUT/targets" "$ROOTFS$OUTPUT/"
+	# the bench's tools when built (make bench-tools): CHECK_KERNELS_RUN can run its rows
+	if [ -d "$OUTPUT/bench" ]; then
+		cp -a "$OUTPUT/bench" "$ROOTFS$OUTPUT/"
+		add_with_libs $(find "$OUTPUT/bench" -maxdepth 1 -type f -perm -u+x)
+	fi
 	cat > "$ROOTFS/init" <<EOF
 #!/bin/sh
 export PATH=/usr/sbin:/usr/bin HOME=/root TRACER_TEST_IN_VM=1

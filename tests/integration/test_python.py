@@ -2,6 +2,7 @@
 pid, each stage function found on its own thread with the total time the pipeline logged."""
 import collections
 import glob
+import math
 import os
 import re
 import shutil
@@ -295,8 +296,15 @@ def test_python_launch_mode(tmp):
         assert {e["tid"] for e in got} == {tid}, (func, tid, {e["tid"] for e in got})
         logged = [c for c in gt["calls"] if c[1] == func]
         merge = back_to_back([(c[2], c[3]) for c in logged])
-        assert len(logged) - merge - 1 <= len(got) <= len(logged) + 1, \
-            (func, len(got), len(logged), merge)
+        least = len(logged) - merge - 1
+        if lib.IN_VM:
+            # emulated, a tick's read of the stack can come late enough that a whole call
+            # falls between two (108 of 113 decode_batch calls, in 3 of 18 runs on 6.1): there
+            # the goal of sampled frames (issue 26), 95% of the calls of 2 ms or more found.
+            # Every stage function here takes 4 ms or more.
+            assert min(c[3] - c[2] for c in logged) >= 2_000_000, func
+            least = min(least, math.ceil(0.95 * len(logged)) - merge)
+        assert least <= len(got) <= len(logged) + 1, (func, len(got), len(logged), merge)
 
 
 FORKER = r"""

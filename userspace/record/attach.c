@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record/attach.h"
+#include "record/expedite.h"
 #include "elf/elf_syms.h"
 #include "util/util.h"
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -354,6 +356,26 @@ static int attach_each(struct attachment *a, const struct attach_sites *sites,
 	return 0;
 }
 
+/* Each per-function link holds two descriptors (the perf event and the BPF link): 1,000
+ * functions, entries and returns, are 4,000, past the usual soft limit (1,024; Debian 12's hard
+ * one is 524,288, the kernel's own 4,096). Raised by what they need, the hard limit too when it
+ * is lower (root may); when that fails, the attach that finds none left says so. */
+void attach__enough_fds(size_t more)
+{
+	struct rlimit rl;
+	rlim_t need;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	need = rl.rlim_cur + more;
+	rl.rlim_cur = need;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+		rl.rlim_max = need;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pr_debug("cannot raise the open-file limit to %llu: %s", (unsigned long long)need,
+			 strerror(errno));
+}
+
 int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen)
 {
@@ -361,6 +383,8 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
 
 	for (size_t i = 0; i < sites->cnt; i++)
 		a->nprobes += sites->v[i].cnt;
+	if (!a->multi) /* entry and return links, two descriptors each */
+		attach__enough_fds(4 * a->nprobes);
 	if (a->multi) {
 		ret = attach_multi(a, sites, bpf_program__fd(exit), true, err, errlen);
 		if (!ret)
@@ -590,25 +614,33 @@ void attach__release_pid(struct attachment *a, int pid)
 	}
 }
 
-/* Waits a few seconds at most for the closing threads; those still waiting on the kernel then
- * are left to it (the process ends when they do). */
+/* Waits for the closing threads while they keep finishing: the per-function fallback's links
+ * close one after another, each in a few milliseconds (expedite.c). Once none has finished for
+ * a few seconds, those still waiting on the kernel are left to it (the process ends when they
+ * do). */
 static void wait_closers(struct attachment *a)
 {
-	struct timespec deadline;
-	size_t left = 0;
+	const struct timespec tick = { 0, 2000000 };
+	uint64_t last = now_ns();
+	size_t left;
 
-	clock_gettime(CLOCK_REALTIME, &deadline); /* pthread_timedjoin_np's clock */
-	deadline.tv_sec += DETACH_WAIT_S;
+	while (a->nclosers) {
+		left = a->nclosers;
+		reap_closers(a);
+		if (a->nclosers < left)
+			last = now_ns();
+		else if (now_ns() - last >= DETACH_WAIT_S * 1000000000ull)
+			break;
+		nanosleep(&tick, NULL);
+	}
+	left = a->nclosers;
 	for (size_t i = 0; i < a->nclosers; i++)
-		if (pthread_timedjoin_np(a->closers[i], NULL, &deadline)) {
-			pthread_detach(a->closers[i]);
-			left++;
-		}
+		pthread_detach(a->closers[i]);
 	if (left)
-		pr_warn("the kernel has not released %zu probe link%s after %d s (a thread of the "
-			"target is inside a probed call and keeps hitting return probes, of another "
-			"tool too): finishing without waiting; tracer exits when the kernel lets go",
-			left, plural_s(left), DETACH_WAIT_S);
+		pr_warn("the kernel has not released %zu probe link%s, none for %d s (a thread of "
+			"the target is inside a probed call and keeps hitting return probes, of "
+			"another tool too): finishing without waiting; tracer exits when the kernel "
+			"lets go", left, plural_s(left), DETACH_WAIT_S);
 	free(a->closers);
 	a->closers = NULL;
 	a->nclosers = 0;
@@ -616,6 +648,10 @@ static void wait_closers(struct attachment *a)
 
 void attach__detach(struct attachment *a)
 {
+	struct expedite x = { 0 };
+
+	if (a->nlinks) /* the per-function fallback: grace periods close after close */
+		expedite__begin(&x, "closing the per-function links");
 	/* returns first: the kernel's wait ends once no return probe of ours is left */
 	for (int ret = 1; ret >= 0; ret--)
 		for (size_t i = 0; i < a->nfds; i++)
@@ -625,6 +661,7 @@ void attach__detach(struct attachment *a)
 		if (a->links[i])
 			retire(a, destroy_link, a->links[i]);
 	wait_closers(a);
+	expedite__end(&x);
 	for (size_t i = 0; i < a->nfds; i++) {
 		free(a->ranges[i].path);
 		free(a->ranges[i].offsets);

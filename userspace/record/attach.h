@@ -66,6 +66,9 @@ int attach__uprobe_multi_ref(int prog_fd, const char *path, const uint64_t *offs
  * loaded with the matching expected attach type. */
 bool attach__multi_supported(void);
 
+/* Raises the open-file limit by more descriptors (the per-function fallback's links). */
+void attach__enough_fds(size_t more);
+
 /* Attaches returns first, then entries, so that every recorded entry has its return. Adds to
  * what is attached already; on an error, what was attached stays (attach__detach ends it).
  * Functions the kernel refuses one by one go to a->refused; any other failure is an error. */
