@@ -51,5 +51,6 @@ def run(b):
         over = b.med(t) - b.med(f)
         b.row(SEC, f"{n} functions ({how}), {what}",
               f"{b.med(t):.2f} s (runs {min(t):.2f}-{max(t):.2f})",
-              f"floor {b.med(f):.2f} s", f"+{over:.2f} s", "< 1 s beyond the floor",
-              "met" if over < 1 else "NOT met")
+              f"floor {b.med(f):.2f} s", f"+{over:.2f} s", "< 1 s (issue 28)",
+              "met" if b.med(t) < 1 else
+              f"NOT met: the floor alone takes {b.med(f):.2f} s" if b.med(f) >= 1 else "NOT met")

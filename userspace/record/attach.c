@@ -407,9 +407,18 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
 #define DETACH_WAIT_S 3
 #define RETURN_GRACE_MS 200
 
+/* The per-function fallback's links, closed by this many threads: their closes wait for grace
+ * periods one after another (under the kernel's event_mutex), so a thread each would only pile
+ * up thousands of threads waiting on it. */
+#define FALLBACK_CLOSERS 8
+
+/* Links closed so far, by any closing thread: the wait at the end goes on while it grows. */
+static _Atomic uint64_t links_closed;
+
 static void *close_fd(void *arg)
 {
 	close((int)(intptr_t)arg);
+	links_closed++;
 	return NULL;
 }
 
@@ -426,6 +435,7 @@ static void *close_fd_later(void *arg)
 static void *destroy_link(void *arg)
 {
 	bpf_link__destroy(arg);
+	links_closed++;
 	return NULL;
 }
 
@@ -557,10 +567,14 @@ static void *close_all(void *arg)
 {
 	struct closing *c = arg;
 
-	for (size_t i = 0; i < c->nfds; i++)
+	for (size_t i = 0; i < c->nfds; i++) {
 		close(c->fds[i]);
-	for (size_t i = 0; i < c->nlinks; i++)
+		links_closed++;
+	}
+	for (size_t i = 0; i < c->nlinks; i++) {
 		bpf_link__destroy(c->links[i]);
+		links_closed++;
+	}
 	free(c->fds);
 	free(c->links);
 	free(c);
@@ -614,23 +628,23 @@ void attach__release_pid(struct attachment *a, int pid)
 	}
 }
 
-/* Waits for the closing threads while they keep finishing: the per-function fallback's links
- * close one after another, each in a few milliseconds (expedite.c). Once none has finished for
- * a few seconds, those still waiting on the kernel are left to it (the process ends when they
- * do). */
+/* Waits for the closing threads while links keep closing: the per-function fallback's close
+ * one after another, each in a few milliseconds (expedite.c). Once none has closed for a few
+ * seconds, those still waiting on the kernel are left to it (the process ends when they do). */
 static void wait_closers(struct attachment *a)
 {
 	const struct timespec tick = { 0, 2000000 };
-	uint64_t last = now_ns();
+	uint64_t last = now_ns(), closed = links_closed;
 	size_t left;
 
 	while (a->nclosers) {
-		left = a->nclosers;
 		reap_closers(a);
-		if (a->nclosers < left)
+		if (links_closed != closed) {
+			closed = links_closed;
 			last = now_ns();
-		else if (now_ns() - last >= DETACH_WAIT_S * 1000000000ull)
+		} else if (now_ns() - last >= DETACH_WAIT_S * 1000000000ull) {
 			break;
+		}
 		nanosleep(&tick, NULL);
 	}
 	left = a->nclosers;
@@ -646,6 +660,21 @@ static void wait_closers(struct attachment *a)
 	a->nclosers = 0;
 }
 
+/* The per-function fallback's links, on FALLBACK_CLOSERS threads at most, each closing its
+ * share in order. */
+static void retire_links(struct attachment *a)
+{
+	for (size_t t = 0; t < FALLBACK_CLOSERS && t < a->nlinks; t++) {
+		struct closing *c = xcalloc(1, sizeof(*c));
+
+		c->links = xcalloc(a->nlinks / FALLBACK_CLOSERS + 1, sizeof(*c->links));
+		for (size_t i = t; i < a->nlinks; i += FALLBACK_CLOSERS)
+			if (a->links[i])
+				c->links[c->nlinks++] = a->links[i];
+		retire(a, close_all, c);
+	}
+}
+
 void attach__detach(struct attachment *a)
 {
 	struct expedite x = { 0 };
@@ -657,9 +686,7 @@ void attach__detach(struct attachment *a)
 		for (size_t i = 0; i < a->nfds; i++)
 			if (a->link_is_return[i] == ret)
 				retire_fd(a, a->link_fds[i]);
-	for (size_t i = 0; i < a->nlinks; i++)
-		if (a->links[i])
-			retire(a, destroy_link, a->links[i]);
+	retire_links(a);
 	wait_closers(a);
 	expedite__end(&x);
 	for (size_t i = 0; i < a->nfds; i++) {
