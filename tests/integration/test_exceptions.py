@@ -202,7 +202,8 @@ def test_python_catching_opencv_and_torch_errors_launched(tmp):
     assert tr.returncode == 0, "\n".join(err.seen) + rest_err.decode()
     assert (stdout.buf + rest_out).decode().splitlines() == want
     trace, text = load_trace(out)
-    assert check_format(trace, text) == []
+    bad = check_format(trace, text)
+    assert bad == [], bad[:5]
     python_errors_calls(trace, log)
 
 
@@ -221,5 +222,6 @@ def test_python_catching_opencv_and_torch_errors_by_pid(tmp):
     rc, err = finish_tracer(tr)
     assert rc == 0, err
     trace, text = load_trace(out)
-    assert check_format(trace, text) == []
+    bad = check_format(trace, text)
+    assert bad == [], bad[:5]
     python_errors_calls(trace, log)
