@@ -276,8 +276,6 @@ enum py_read_reason {
 	PY_READ_PREEMPT, /* the thread left the CPU runnable: its stack holds until it runs again */
 	PY_READ_BLOCK,	 /* the thread left the CPU to wait (sleep, lock, I/O) */
 	PY_READ_TICK,	 /* the periodic on-CPU tick */
-	PY_READ_HANDOFF, /* the thread left the CPU runnable, to a thread it had just woken (a
-			  * queue's put, a lock released): what it finished, it finished then */
 	PY_READ_PROBE,	 /* a probed native function was entered: ts is the span's start_ns */
 	PY_READ_WAIT,	 /* the same, for a wait inside the interpreter (PROBE_PY_WAIT): its stack
 			  * nests the span; an unchanged one says nothing of when frames change */

@@ -10,9 +10,6 @@
 #define PY_MAX_THREADS 256
 /* A thread without a Python thread state (a native worker) is looked up again this often. */
 #define PY_RETRY_NS (10 * 1000 * 1000ULL)
-/* A wake-up preempts its waker within microseconds (at the waker's next preemption point): a
- * preemption later than this came for another reason. */
-#define PY_HANDOFF_NS (100 * 1000ULL)
 
 volatile __u32 py_active = 0;
 /* Zero, but not to the verifier: .bss may be written, so what it holds is unknown. Kernels
@@ -45,7 +42,6 @@ struct py_words {
 
 struct py_thread {
 	__u64 tstate;
-	__u64 woke_ns;	/* when it last woke a thread of a traced process (py_woke) */
 	__u64 retry_ns; /* tstate == 0: when to look for it again */
 	__u64 stack_hash; /* of the last submitted read's frames (stack_step) */
 	__u32 submitted; /* a read was submitted since the thread was first seen */
@@ -429,9 +425,6 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	th->busy = 1;
 	at = ts ? ts : bpf_ktime_get_ns();
 	ts = at;
-	/* preempted right after it woke a thread: the wake-up made the scheduler pick again */
-	if (reason == PY_READ_PREEMPT && th->woke_ns && at - th->woke_ns < PY_HANDOFF_NS)
-		reason = PY_READ_HANDOFF;
 	/* Inside a wait of the interpreter's own (a lock, the GIL taken back) the stack is what it
 	 * was when the wait began: stamped so, what changed before the wait is not taken to have
 	 * changed during it; and so while its entry is being pushed (spans.bpf.c span_enter). */
@@ -453,18 +446,6 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	if (ns)
 		__sync_fetch_and_add(ns, took);
 	return ts;
-}
-
-__hidden void py_woke(__u64 ts)
-{
-	struct py_thread *th;
-
-	if (!py_active)
-		return;
-	/* a thread whose stack is read */
-	th = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), 0, 0);
-	if (th)
-		th->woke_ns = ts;
 }
 
 /* The thread leaving the CPU is still current here: its stack is exact until it runs again. */

@@ -14,8 +14,4 @@ extern volatile __u32 py_active;
  * time of the read, or 0 when nothing was read. */
 __u64 py_read(__u64 ts, __u32 reason);
 
-/* The current task woke a thread of a traced process at ts (sched.bpf.c's sched_waking, from
- * task context): a preemption of it soon after is a handoff (PY_READ_HANDOFF). */
-void py_woke(__u64 ts);
-
 #endif

@@ -124,12 +124,7 @@ def test_python_stage_functions(tmp, python=PYTHON, minor=11, root=None):
         merge = back_to_back(logged)
         assert len(logged) - merge - 2 <= len(traced) <= len(logged) + 2, \
             (func, len(traced), len(logged), merge)
-        # edges are exact at switches and within a tick (1 ms) elsewhere, and unbiased:
-        # decode_batch was short by 1% to 4% on every version (it ended at the switch-in after
-        # each preemption by the reader's wake-up, and midway from the last tick to the read at
-        # its put's handoff); within 1% in most runs now. Issue 27's goal is 5%: a starved
-        # thread still misses reads for hundreds of ms at times (-7% on 3.9, -35% once under
-        # far more load), so the bound stays 10% until that is found
+        # edges are exact at switches and within a tick (1 ms) elsewhere
         assert abs(traced_ns - logged_ns) <= 0.10 * logged_ns, (func, traced_ns, logged_ns)
     # a queue's get blocks taking a lock in Condition.wait: the native span names that caller
     # (co_name "wait" before 3.11) and the line of its call, read from the version's own line

@@ -256,48 +256,6 @@ static void test_interpreter_waits(void)
 	py_spans__free(s);
 }
 
-/* A thread preempted in the middle of a function goes on with it when it runs again: what
- * ends after that ends midway between the switch-in and the read that shows it, as at a tick;
- * only a thread woken from a wait changes its frames at the switch-in. One preempted by the
- * thread it has just woken (a handoff) finished what it did just before, as one that blocks. */
-static void test_preempted_thread(void)
-{
-	struct py_spans *s = py_spans__new(&ops, NULL);
-	const struct got_span *g;
-
-	nspans = 0;
-	/* main -> work; preempted at 200 (a wake-up elsewhere), on a CPU again at 1000; work
-	 * ended and main called put, which was preempted at 1400 */
-	read_stack(s, 7, 100, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
-	read_stack(s, 7, 200, PY_READ_PREEMPT, 2, (uint64_t[]){ 1, 10, 2, 7 });
-	py_spans__switch_in(s, 1, 7, 1000);
-	read_stack(s, 7, 1400, PY_READ_PREEMPT, 2, (uint64_t[]){ 1, 12, 3, 5 });
-	CHECK((g = find(2, 0)) && g->start == 100 && g->end == 1200);
-	/* put blocks at 1500; woken at 2000, by the tick at 2400 it returned and main called
-	 * work again: the switch-in */
-	read_same(s, 7, 1500, BLOCK);
-	py_spans__switch_in(s, 1, 7, 2000);
-	read_stack(s, 7, 2400, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
-	CHECK((g = find(3, 0)) && g->start == 1200 && g->end == 2000);
-	/* preempted again (an unchanged read), on a CPU at 3000, work ends before a tick at 3600 */
-	read_same(s, 7, 2500, PY_READ_PREEMPT);
-	py_spans__switch_in(s, 1, 7, 3000);
-	read_stack(s, 7, 3600, TICK, 1, (uint64_t[]){ 1, 12 });
-	CHECK((g = find(2, 1)) && g->start == 2000 && g->end == 3300);
-	/* main called work again; it ended and main called put, which woke the next stage and lost
-	 * its CPU to it at 4500 (a handoff): work ended there, as at a block, not midway from the
-	 * tick at 4000 */
-	read_stack(s, 7, 3700, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
-	read_stack(s, 7, 4000, TICK, 2, (uint64_t[]){ 1, 10, 2, 9 });
-	read_stack(s, 7, 4500, PY_READ_HANDOFF, 2, (uint64_t[]){ 1, 12, 3, 5 });
-	CHECK((g = find(2, 2)) && g->start == 3650 && g->end == 4500);
-	/* a handoff is a preemption, not a wait: put ends midway once the thread runs again */
-	py_spans__switch_in(s, 1, 7, 5000);
-	read_stack(s, 7, 5400, TICK, 1, (uint64_t[]){ 1, 14 });
-	CHECK((g = find(3, 1)) && g->start == 4500 && g->end == 5200);
-	py_spans__free(s);
-}
-
 struct got_gil {
 	int tid;
 	uint64_t start, end, in;
@@ -654,7 +612,6 @@ int main(void)
 	RUN(test_spans);
 	RUN(test_back_to_back_calls);
 	RUN(test_interpreter_waits);
-	RUN(test_preempted_thread);
 	RUN(test_gil_waits);
 	RUN(test_truncated_read);
 	RUN(test_offsets);

@@ -11,7 +11,6 @@ struct py_stack {
 	int pid;
 	uint64_t last;	    /* the last read, or native return: the stack was known then */
 	uint64_t switch_in; /* the last time the thread was put on a CPU */
-	bool preempted;	    /* it last left a CPU runnable (PY_READ_PREEMPT), not to wait */
 	/* a wait for the GIL: blocked since gil_block (0: not blocked on it), and the wait
 	 * not written yet, from gil_start to gil_end (0: none) */
 	uint64_t gil_block, gil_start, gil_end;
@@ -148,7 +147,7 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	uint32_t d = r->depth, k = 0;
 	uint64_t lower, split;
 	struct py_stack *st;
-	bool resumed, woken, left, again;
+	bool resumed, again;
 
 	if (size < offsetof(struct py_stack_rec, frames) || d > PY_MAX_FRAMES || d > have)
 		return;
@@ -163,14 +162,6 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 		return;
 	}
 	resumed = st->switch_in > st->last;
-	/* back from a wait, not from a preemption: a preempted thread goes on with what it was
-	 * doing, and nothing changes at its switch-in */
-	woken = resumed && !st->preempted;
-	if (r->reason == PY_READ_PREEMPT || r->reason == PY_READ_HANDOFF ||
-	    r->reason == PY_READ_BLOCK)
-		st->preempted = r->reason != PY_READ_BLOCK;
-	/* it left the CPU for what it did itself: it blocked, or woke a thread that took its CPU */
-	left = r->reason == PY_READ_BLOCK || r->reason == PY_READ_HANDOFF;
 	lower = resumed ? st->switch_in : st->last;
 	if (!st->last)
 		lower = r->ts; /* the first read of the thread: nothing is known before it */
@@ -200,12 +191,10 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	 * At a block, what ended ended there (what waits blocks at once), unless the function
 	 * that blocks is the one that ended, called again: its new call did what the old one did
 	 * before it blocked, and they part midway, as at a tick. When nothing ended, what is new
-	 * may have worked before it blocked: midway too. So at a handoff: a stage that put its
-	 * result on the next one's queue has just finished it (a preemption read; at the middle
-	 * instead, decode_batch lost a quarter tick on average, 1-3% of its total). */
-	if (left && !again && k < st->depth)
+	 * may have worked before it blocked: midway too. */
+	if (r->reason == PY_READ_BLOCK && !again && k < st->depth)
 		split = r->ts;
-	else if (woken && !left)
+	else if (resumed && r->reason != PY_READ_BLOCK)
 		split = lower;
 	else
 		split = lower + (r->ts - lower) / 2;

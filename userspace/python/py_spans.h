@@ -4,15 +4,10 @@
  * thread ran between them: after the later of the previous read and the thread's last switch
  * back onto a CPU, and before the read. The edge is placed
  *  - at the read, when the thread leaves the CPU to wait: it finished its work, then called
- *    what waits (a queue's get, a lock, I/O), which blocks at once when there is nothing; and
- *    when it leaves it to a thread it has just woken (PY_READ_HANDOFF): it finished its work,
- *    then handed it on (a queue's put);
- *  - at the switch-in, for a tick or preemption after the thread was woken from a wait: a
- *    pipeline thread woken returns into Python at once;
- *  - in the middle of the interval otherwise (ticks, preemption), within half a tick; so too
- *    after a thread that was preempted ran again: it goes on with what it was doing, and
- *    nothing changes at its switch-in (placed there, a function that ended after the switch-in
- *    lost the time from it to its end).
+ *    what waits (a queue's get, a lock, I/O), which blocks at once when there is nothing;
+ *  - at the switch-in, for a tick or preemption after the thread ran again: a pipeline thread
+ *    woken from a wait returns into Python at once;
+ *  - in the middle of the interval otherwise (ticks, preemption), within half a tick.
  * What ends and what starts at one read share the point, and every point lies in
  * [previous read, read], so Python spans nest among themselves.
  *
