@@ -84,14 +84,14 @@ def start_ready(cmd, **popen_args):
     return p, [int(x) for x in line[1:]]
 
 
-def start_tracer(*args, env=None):
-    """Starts tracer and waits until it says it is recording."""
+def start_tracer(*args, env=None, timeout=30):
+    """Starts tracer and waits until it says it is recording (timeout: seconds)."""
     p = subprocess.Popen([TRACER] + [str(a) for a in args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True,
                          env=dict(os.environ, **env) if env else None)
     _procs.append(p)
     p.stderr_lines = []
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         r, _, _ = select.select([p.stderr], [], [], 0.5)
         if r:

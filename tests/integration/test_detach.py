@@ -41,8 +41,9 @@ def record_and_watch(tmp, sig, *args):
     millisecond meanwhile: (exit status, stderr, values seen while tracer stopped)."""
     pl, pid = start_pipeline("--forever", "--bottleneck", "none")
     sigusr1(pid)
+    # (-v under the sanitizers: 12 s to start on an idle machine, past 30 s with every CPU busy)
     tr = start_tracer("-p", pid, "-P", "pipeline", "-o", os.path.join(tmp, "t.json"), *args,
-                      env=FALLBACK)
+                      env=FALLBACK, timeout=120)
     seen, done = set(), threading.Event()
 
     def watch():
