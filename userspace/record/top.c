@@ -101,8 +101,7 @@ void top__draw(struct top *t, struct recording *r, uint64_t now)
 	if (!f)
 		return;
 	recording__read_counters(r, counters);
-	/* the probes' and Python's */
-	spans = counters[CNT_SPANS] + r->consumer.summary.py_spans + r->consumer.summary.gil_spans;
+	spans = counters[CNT_SPANS] + r->consumer.summary.py_spans; /* the probes' and Python's */
 	window(t, &rows, &cols);
 	/* what to press first: a narrow window cuts the end of the line */
 	fprintf(f, "tracer top%s: %s, %zu function%s, %s, %llu spans (%.0f/s), %u threads",
