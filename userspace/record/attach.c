@@ -379,12 +379,14 @@ void attach__enough_fds(size_t more)
 int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen)
 {
+	size_t added = 0;
 	int ret;
 
 	for (size_t i = 0; i < sites->cnt; i++)
-		a->nprobes += sites->v[i].cnt;
-	if (!a->multi) /* entry and return links, two descriptors each */
-		attach__enough_fds(4 * a->nprobes);
+		added += sites->v[i].cnt;
+	a->nprobes += added;
+	if (!a->multi) /* the new entry and return links, two descriptors each */
+		attach__enough_fds(4 * added);
 	if (a->multi) {
 		ret = attach_multi(a, sites, bpf_program__fd(exit), true, err, errlen);
 		if (!ret)
