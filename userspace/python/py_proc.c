@@ -85,6 +85,8 @@ static void newer_version(struct py_proc *p)
 		return;
 	}
 	base = table->off;
+	/* where its GIL is, the older table does not say: its waits are not told */
+	base.gil_at = base.gil_via_interp = base.gil_wait_lo = base.gil_wait_hi = 0;
 	memcpy((char *)&base + dbg, (const char *)&layout->off + dbg, sizeof(base) - dbg);
 	if (py_debug_offsets__read(p->pid, p->runtime, p->major, p->minor, &base, &p->off,
 				   &p->dbg_changed, p->dbg_why, sizeof(p->dbg_why)))
