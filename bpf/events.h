@@ -362,7 +362,8 @@ struct py_stack_rec {
 	__u32 reason; /* enum py_read_reason */
 	__u32 pid;
 	__u32 tid;
-	__u64 ts;
+	__u64 ts;     /* when the stack was as read: inside an interpreter's wait, its start */
+	__u64 now_ns; /* when it was read (a wait for the GIL begins then, not at ts) */
 	__u32 depth;
 	__u32 flags; /* enum py_read_flags */
 	struct py_frame frames[PY_MAX_FRAMES];
@@ -370,7 +371,7 @@ struct py_stack_rec {
 
 #ifndef __cplusplus
 _Static_assert(sizeof(struct py_proc_cfg) == 104, "py_proc_cfg layout");
-_Static_assert(sizeof(struct py_stack_rec) == 32 + 40 * PY_MAX_FRAMES, "py_stack_rec layout");
+_Static_assert(sizeof(struct py_stack_rec) == 40 + 40 * PY_MAX_FRAMES, "py_stack_rec layout");
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");
 _Static_assert(sizeof(struct probe_cfg) == 20, "probe_cfg layout");

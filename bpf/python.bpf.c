@@ -304,8 +304,8 @@ static __always_inline bool gil_wait(const struct py_proc_cfg *cfg)
 	return gil && uaddr >= gil + cfg->gil_lo && uaddr < gil + cfg->gil_hi;
 }
 
-static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_proc_cfg *cfg,
-				      __u32 tgid, struct py_thread *th)
+static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason,
+				      const struct py_proc_cfg *cfg, __u32 tgid, struct py_thread *th)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct py_stack_rec *rec = &th->rec;
@@ -381,6 +381,7 @@ submit:
 	rec->pid = tgid;
 	rec->tid = tid;
 	rec->ts = ts;
+	rec->now_ns = now;
 	rec->depth = depth;
 	rec->flags = flags;
 	size = offsetof(struct py_stack_rec, frames) + (__u64)depth * sizeof(struct py_frame);
@@ -434,7 +435,7 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	else if (st && st->depth > 0 && st->depth <= MAX_FRAMES &&
 	    (st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].flags & PROBE_PY_WAIT))
 		ts = st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].start_ns;
-	read_stack(ts, reason, cfg, tgid, th);
+	read_stack(ts, at, reason, cfg, tgid, th);
 	th->busy = 0;
 	/* what reading cost the thread, from the caller's clock reading to now */
 	took = bpf_ktime_get_ns() - at;

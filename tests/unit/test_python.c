@@ -288,6 +288,15 @@ static void read_gil(struct py_spans *s, int tid, uint64_t ts, bool same, int n,
 	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + n * sizeof(r.frames[0]));
 }
 
+/* A read flagged PY_GIL, stamped ts for the stack and taken at now */
+static void read_gil_at(struct py_spans *s, int tid, uint64_t ts, uint64_t now)
+{
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = BLOCK, .pid = 1, .tid = tid,
+				  .ts = ts, .now_ns = now, .flags = PY_GIL | PY_SAME };
+
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames));
+}
+
 /* Reads flagged PY_GIL: a wait from the block to the switch back in, under the innermost frame;
  * one that blocks again at once with the same stack (a timed wait that ran out) goes on; a new
  * call's wait, or one after the thread ran a while, is its own; the wait still blocked when
@@ -331,6 +340,18 @@ static void test_gil_waits(void)
 	py_spans__switch_in(s, 1, 9, 4000);
 	read_stack(s, 9, 5000, TICK, 1, (uint64_t[]){ 1, 12 });
 	CHECK(ngils == 1 && gils[0].start == 200 && gils[0].end == 700 && gils[0].in == 1);
+	/* inside a lock wait that began at 300 (3.13's _PySemaphore_Wait takes the GIL back
+	 * before it returns): the read is stamped 300, the GIL wait begins when it blocked */
+	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
+	ngils = 0;
+	read_stack(s, 9, 100, TICK, 1, (uint64_t[]){ 1, 10 });
+	read_stack(s, 9, 300, BLOCK, 1, (uint64_t[]){ 1, 11 });
+	py_spans__switch_in(s, 1, 9, 3000000);
+	read_gil_at(s, 9, 300, 3000100);
+	py_spans__woken(s, 1, 9, 3000400);
+	py_spans__switch_in(s, 1, 9, 3000500);
+	read_stack(s, 9, 3001000, TICK, 1, (uint64_t[]){ 1, 12 });
+	CHECK(ngils == 1 && gils[0].start == 3000100 && gils[0].end == 3000400);
 	/* a block that is not on the GIL starts none */
 	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
 	ngils = 0;

@@ -103,6 +103,9 @@ static void gil_flush(struct py_spans *s, struct py_stack *st, uint64_t ts)
 static void gil_read(struct py_spans *s, struct py_stack *st, const struct py_stack_rec *r)
 {
 	bool gil = r->reason == PY_READ_BLOCK && (r->flags & PY_GIL);
+	/* when the thread left the CPU: a read inside a lock wait (3.13's _PySemaphore_Wait takes
+	 * the GIL back before it returns) is stamped with the wait's start, seconds earlier */
+	uint64_t now = r->now_ns > r->ts ? r->now_ns : r->ts;
 
 	/* read again with no switch in since the block (its record lost): how long it waited is
 	 * not known, what came before stands */
@@ -111,13 +114,13 @@ static void gil_read(struct py_spans *s, struct py_stack *st, const struct py_st
 		st->gil_block = st->gil_woken = 0;
 	}
 	if (st->gil_start &&
-	    (!gil || !(r->flags & PY_SAME) || r->ts > st->gil_end + PY_GIL_JOIN_NS))
-		gil_flush(s, st, r->ts);
+	    (!gil || !(r->flags & PY_SAME) || now > st->gil_end + PY_GIL_JOIN_NS))
+		gil_flush(s, st, now);
 	if (!gil)
 		return;
 	if (!st->gil_start)
-		st->gil_start = r->ts;
-	st->gil_block = r->ts;
+		st->gil_start = now;
+	st->gil_block = now;
 	st->gil_woken = 0;
 }
 
