@@ -305,7 +305,8 @@ static __always_inline bool gil_wait(const struct py_proc_cfg *cfg)
 }
 
 static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason,
-				      const struct py_proc_cfg *cfg, __u32 tgid, struct py_thread *th)
+				      const struct py_proc_cfg *cfg, __u32 tgid,
+				      struct py_thread *th)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct py_stack_rec *rec = &th->rec;

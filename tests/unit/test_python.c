@@ -340,6 +340,16 @@ static void test_gil_waits(void)
 	py_spans__switch_in(s, 1, 9, 4000);
 	read_stack(s, 9, 5000, TICK, 1, (uint64_t[]){ 1, 12 });
 	CHECK(ngils == 1 && gils[0].start == 200 && gils[0].end == 700 && gils[0].in == 1);
+	/* its switch back in lost (a ring full, a switch the kernel left out): the thread ran only
+	 * after the waking, what ended ends there and not midway, inside the wait */
+	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
+	nspans = ngils = 0;
+	read_stack(s, 9, 100, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
+	read_gil(s, 9, 1000, true, 0, NULL);
+	py_spans__woken(s, 1, 9, 5000);
+	read_stack(s, 9, 5100, TICK, 2, (uint64_t[]){ 1, 12, 3, 5 });
+	CHECK(ngils == 1 && gils[0].start == 1000 && gils[0].end == 5000);
+	CHECK((g = find(2, 0)) && g->end == 5000);
 	/* inside a lock wait that began at 300 (3.13's _PySemaphore_Wait takes the GIL back
 	 * before it returns): the read is stamped 300, the GIL wait begins when it blocked */
 	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
@@ -496,7 +506,7 @@ static void test_debug_offsets(void)
 	const struct py_version *v = py_version__find(3, 13);
 	const struct py_offsets *t;
 	static uint8_t buf[4096];
-	struct py_offsets out;
+	struct py_offsets out, t2;
 	char why[96];
 	int changed;
 
@@ -553,6 +563,16 @@ static void test_debug_offsets(void)
 	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,
 				     sizeof(why)) == 0 && changed == 0);
 	CHECK(!memcmp(&out, t, sizeof(out)));
+	/* 3.13's keep no GIL (the table's stands); 3.14's keep the interpreter's ceval.gil (here
+	 * in a slot this test leaves free, runtime_state.finalizing's) */
+	CHECK(!t->dbg_gil_at && py_version__layout(3, 14) &&
+	      py_version__layout(3, 14)->off.dbg_gil_at);
+	t2 = *t;
+	t2.dbg_gil_at = 32;
+	put64(buf, 32, t->gil_at + 104);
+	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, &t2, &out, &changed, why,
+				     sizeof(why)) == 0 && changed == 1);
+	CHECK(out.gil_at == t->gil_at + 104);
 	/* a build whose thread state differs: its own offset wins, the rest stays */
 	put64(buf, t->dbg_tstate_native_thread_id, t->tstate_native_thread_id + 8);
 	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,

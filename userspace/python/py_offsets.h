@@ -57,6 +57,7 @@ struct py_offsets {
 	uint32_t dbg_object_size, dbg_object_type, dbg_type_size, dbg_type_name, dbg_type_flags;
 	uint32_t dbg_dict_size, dbg_dict_keys, dbg_dict_values;
 	uint32_t dbg_pylong_size, dbg_long_size, dbg_long_digits;
+	uint32_t dbg_gil_at; /* 3.14 on: the interpreter's ceval.gil (0: not kept) */
 };
 
 struct py_version {

@@ -99,8 +99,9 @@ static void gil_flush(struct py_spans *s, struct py_stack *st, uint64_t ts)
 
 /* A read of the thread: one flagged PY_GIL starts a GIL wait, or goes on with the one that
  * ended a moment ago if the stack is the same (no Python ran between: the same take of the
- * GIL; a new call's wait is its own, and nests in its frames); any other ends it. */
-static void gil_read(struct py_spans *s, struct py_stack *st, const struct py_stack_rec *r)
+ * GIL; a new call's wait is its own, and nests in its frames); any other ends it. Returns the
+ * end of the wait before this read (0: none): the thread ran again only after it. */
+static uint64_t gil_read(struct py_spans *s, struct py_stack *st, const struct py_stack_rec *r)
 {
 	bool gil = r->reason == PY_READ_BLOCK && (r->flags & PY_GIL);
 	/* when the thread left the CPU: a read inside a lock wait (3.13's _PySemaphore_Wait takes
@@ -109,19 +110,23 @@ static void gil_read(struct py_spans *s, struct py_stack *st, const struct py_st
 
 	/* read again with no switch in since the block (its record lost): how long it waited is
 	 * not known, what came before stands */
+	uint64_t waited;
+
 	if (st->gil_block) {
 		st->gil_end = st->gil_woken ? st->gil_woken : st->gil_block;
 		st->gil_block = st->gil_woken = 0;
 	}
+	waited = st->gil_start ? st->gil_end : 0;
 	if (st->gil_start &&
 	    (!gil || !(r->flags & PY_SAME) || now > st->gil_end + PY_GIL_JOIN_NS))
 		gil_flush(s, st, now);
 	if (!gil)
-		return;
+		return waited;
 	if (!st->gil_start)
 		st->gil_start = now;
 	st->gil_block = now;
 	st->gil_woken = 0;
+	return waited;
 }
 
 void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts)
@@ -148,7 +153,7 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 {
 	size_t have = (size - offsetof(struct py_stack_rec, frames)) / sizeof(struct py_frame);
 	uint32_t d = r->depth, k = 0;
-	uint64_t lower, split;
+	uint64_t lower, split, waited;
 	struct py_stack *st;
 	bool resumed, again;
 
@@ -158,7 +163,7 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	st = stack_of(s, r->pid, r->tid, true);
 	if (r->ts < st->last)
 		return; /* out of order: cannot happen on one thread, but never go back */
-	gil_read(s, st, r);
+	waited = gil_read(s, st, r);
 	/* frames[] misses the outermost frames: it cannot be lined up with the open stack */
 	if (r->flags & (PY_TRUNCATED | PY_FAULT)) {
 		s->partial++;
@@ -166,6 +171,12 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	}
 	resumed = st->switch_in > st->last;
 	lower = resumed ? st->switch_in : st->last;
+	/* waited for the GIL since: back on a CPU after it, whether its switch in was seen or
+	 * lost (a split midway would fall inside the wait) */
+	if (waited > lower && waited <= r->ts) {
+		lower = waited;
+		resumed = true;
+	}
 	if (!st->last)
 		lower = r->ts; /* the first read of the thread: nothing is known before it */
 	if (lower > r->ts)
