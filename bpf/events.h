@@ -285,6 +285,7 @@ enum py_read_flags {
 	PY_TRUNCATED = 1, /* deeper than PY_MAX_FRAMES: frames[] misses the outermost ones */
 	PY_FAULT = 2,	  /* a frame could not be read: frames[] ends early */
 	PY_SAME = 4,	  /* the same stack as the last read: no frames follow (depth 0) */
+	PY_GIL = 8,	  /* PY_READ_BLOCK: the thread blocks to take the GIL (py_proc_cfg.gil_*) */
 };
 
 /* Where the interpreter of one traced process keeps its threads and frames: the addresses
@@ -293,6 +294,7 @@ enum py_cfg_flags {
 	PY_CFG_PTHREAD = 1, /* tstate_match is thread_id (pthread_self()): 3.8-3.10 have no tid */
 	PY_CFG_CFRAME = 2,  /* tstate_frame points to a _PyCFrame holding the frame (3.11, 3.12) */
 	PY_CFG_OWNER = 4,   /* frames whose owner byte is owner_cstack or more: shims, skipped */
+	PY_CFG_GIL_INTERP = 8, /* gil_at is where the interpreter points to the GIL (3.12 on) */
 };
 
 /* The bytes of a frame read at once: its code, previous frame, instruction and owner. */
@@ -322,6 +324,13 @@ struct py_proc_cfg {
 	__u32 str_length;     /* the qualname's length ... */
 	__u32 str_ascii_data; /* ... and its first characters: the name's fingerprint */
 	__u32 flags;	      /* enum py_cfg_flags */
+	/* The GIL: at _PyRuntime + gil_at, or pointed to from the interpreter's gil_at
+	 * (PY_CFG_GIL_INTERP); a futex wait on its bytes [gil_lo, gil_hi) is a wait for it
+	 * (gil_hi 0: not told) */
+	__u32 gil_at;
+	__u32 gil_lo;
+	__u32 gil_hi;
+	__u32 _pad;
 };
 
 /* What a code object's name said when its frame was read: the str's length and first 8 bytes
@@ -353,15 +362,16 @@ struct py_stack_rec {
 	__u32 reason; /* enum py_read_reason */
 	__u32 pid;
 	__u32 tid;
-	__u64 ts;
+	__u64 ts;     /* when the stack was as read: inside an interpreter's wait, its start */
+	__u64 now_ns; /* when it was read (a wait for the GIL begins then, not at ts) */
 	__u32 depth;
 	__u32 flags; /* enum py_read_flags */
 	struct py_frame frames[PY_MAX_FRAMES];
 };
 
 #ifndef __cplusplus
-_Static_assert(sizeof(struct py_proc_cfg) == 88, "py_proc_cfg layout");
-_Static_assert(sizeof(struct py_stack_rec) == 32 + 40 * PY_MAX_FRAMES, "py_stack_rec layout");
+_Static_assert(sizeof(struct py_proc_cfg) == 104, "py_proc_cfg layout");
+_Static_assert(sizeof(struct py_stack_rec) == 40 + 40 * PY_MAX_FRAMES, "py_stack_rec layout");
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");
 _Static_assert(sizeof(struct probe_cfg) == 20, "probe_cfg layout");

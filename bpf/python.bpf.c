@@ -272,8 +272,41 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 	return 0;
 }
 
-static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_proc_cfg *cfg,
-				      __u32 tgid, struct py_thread *th)
+/* Whether the current thread, leaving the CPU to wait, waits to take the GIL: it is in futex()
+ * on the GIL's cond or mutex (glibc's pthread_cond_wait waits on a word inside the cond). Its
+ * syscall and first argument are in the user registers saved at the syscall's entry: no read
+ * of the target's memory but the GIL's address from 3.12 on (two pointers). */
+static __always_inline bool gil_wait(const struct py_proc_cfg *cfg)
+{
+	struct pt_regs *regs;
+	__u64 uaddr, gil;
+
+	if (!cfg->gil_hi)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return false;
+#if defined(__TARGET_ARCH_x86)
+	if (regs->orig_ax != 202 /* futex */)
+		return false;
+	uaddr = regs->di;
+#elif defined(__TARGET_ARCH_arm64)
+	if (regs->syscallno != 98 /* futex */)
+		return false;
+	uaddr = regs->orig_x0;
+#else
+	return false;
+#endif
+	gil = cfg->runtime + cfg->gil_at;
+	/* the main interpreter's (the list's head while there is one) */
+	if (cfg->flags & PY_CFG_GIL_INTERP)
+		gil = read_ptr(read_ptr(cfg->runtime + cfg->runtime_interp_head) + cfg->gil_at);
+	return gil && uaddr >= gil + cfg->gil_lo && uaddr < gil + cfg->gil_hi;
+}
+
+static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason,
+				      const struct py_proc_cfg *cfg, __u32 tgid,
+				      struct py_thread *th)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct py_stack_rec *rec = &th->rec;
@@ -342,11 +375,14 @@ static __always_inline int read_stack(__u64 ts, __u32 reason, const struct py_pr
 	th->submitted = !(flags & PY_FAULT);
 	th->stack_hash = hash;
 submit:
+	if (reason == PY_READ_BLOCK && gil_wait(cfg))
+		flags |= PY_GIL;
 	rec->type = REC_PY_STACK;
 	rec->reason = reason;
 	rec->pid = tgid;
 	rec->tid = tid;
 	rec->ts = ts;
+	rec->now_ns = now;
 	rec->depth = depth;
 	rec->flags = flags;
 	size = offsetof(struct py_stack_rec, frames) + (__u64)depth * sizeof(struct py_frame);
@@ -400,7 +436,7 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	else if (st && st->depth > 0 && st->depth <= MAX_FRAMES &&
 	    (st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].flags & PROBE_PY_WAIT))
 		ts = st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].start_ns;
-	read_stack(ts, reason, cfg, tgid, th);
+	read_stack(ts, at, reason, cfg, tgid, th);
 	th->busy = 0;
 	/* what reading cost the thread, from the caller's clock reading to now */
 	took = bpf_ktime_get_ns() - at;

@@ -54,6 +54,9 @@ static void print_debug_layout(void)
 	D(dbg_pylong_size, long_object.size);
 	D(dbg_long_size, long_object.lv_tag);
 	D(dbg_long_digits, long_object.ob_digit);
+#if PY_MINOR_VERSION >= 14
+	D(dbg_gil_at, interpreter_state.ceval_gil);
+#endif
 }
 
 #endif

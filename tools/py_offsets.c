@@ -246,6 +246,18 @@ int main(void)
 	F(long_digits, offsetof(PyLongObject, ob_digit));
 	F(type_dictoffset, offsetof(PyTypeObject, tp_dictoffset));
 #endif
+	/* The GIL: a thread blocked in futex() on its cond or mutex, [gil_wait_lo, gil_wait_hi) of
+	 * it, is waiting to take it (switch_cond, after them, is where its holder waits to hand it
+	 * over). Where it is: in _PyRuntime before 3.12, then the interpreter's ceval.gil points to
+	 * it. */
+#if PY_MINOR_VERSION <= 11
+	F(gil_at, offsetof(_PyRuntimeState, ceval.gil));
+#else
+	F(gil_via_interp, 1);
+	F(gil_at, offsetof(PyInterpreterState, ceval.gil));
+#endif
+	F(gil_wait_lo, offsetof(struct _gil_runtime_state, cond));
+	F(gil_wait_hi, offsetof(struct _gil_runtime_state, switch_cond));
 #if PY_MINOR_VERSION >= 13
 	/* where _PyRuntime's leading _Py_DebugOffsets keeps the offsets above, for reading them
 	 * from the target itself (userspace/python/py_debug_offsets.c) */

@@ -256,6 +256,124 @@ static void test_interpreter_waits(void)
 	py_spans__free(s);
 }
 
+struct got_gil {
+	int tid;
+	uint64_t start, end, in;
+	bool incomplete;
+};
+
+static struct got_gil gils[16];
+static int ngils;
+
+static void on_gil(void *ctx, int pid, int tid, uint64_t start, uint64_t end, bool incomplete,
+		   const struct py_open *in)
+{
+	if (ngils < 16)
+		gils[ngils++] = (struct got_gil){ tid, start, end, in ? in->code : 0, incomplete };
+}
+
+static const struct py_spans_ops gil_ops = { .opened = on_opened, .span = on_span,
+					     .gil = on_gil };
+
+static void read_gil(struct py_spans *s, int tid, uint64_t ts, bool same, int n,
+		     const uint64_t *cf)
+{
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = BLOCK, .pid = 1, .tid = tid,
+				  .ts = ts, .flags = PY_GIL | (same ? PY_SAME : 0), .depth = n };
+
+	for (int i = 0; i < n; i++) {
+		r.frames[n - 1 - i].code = cf[2 * i];
+		r.frames[n - 1 - i].instr = cf[2 * i + 1];
+	}
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + n * sizeof(r.frames[0]));
+}
+
+/* A read flagged PY_GIL, stamped ts for the stack and taken at now */
+static void read_gil_at(struct py_spans *s, int tid, uint64_t ts, uint64_t now)
+{
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = BLOCK, .pid = 1, .tid = tid,
+				  .ts = ts, .now_ns = now, .flags = PY_GIL | PY_SAME };
+
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames));
+}
+
+/* Reads flagged PY_GIL: a wait from the block to the switch back in, under the innermost frame;
+ * one that blocks again at once with the same stack (a timed wait that ran out) goes on; a new
+ * call's wait, or one after the thread ran a while, is its own; the wait still blocked when
+ * recording stops ends there, incomplete. */
+static void test_gil_waits(void)
+{
+	struct py_spans *s = py_spans__new(&gil_ops, NULL);
+	const struct got_span *g;
+
+	nspans = ngils = 0;
+	read_stack(s, 7, 100, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
+	read_gil(s, 7, 1000, true, 0, NULL);
+	py_spans__switch_in(s, 1, 7, 6000);
+	read_gil(s, 7, 6010, true, 0, NULL); /* the timed wait ran out: it waits again */
+	py_spans__switch_in(s, 1, 7, 9000);
+	CHECK(ngils == 0); /* written when it is known to be over */
+	read_stack(s, 7, 9500, TICK, 2, (uint64_t[]){ 1, 12, 3, 5 });
+	CHECK(ngils == 1 && gils[0].tid == 7 && gils[0].start == 1000 && gils[0].end == 9000 &&
+	      gils[0].in == 2 && !gils[0].incomplete);
+	/* the frame the wait was under ends after it */
+	CHECK((g = find(2, 0)) && g->end >= 9000);
+	/* a wait of a new call (the stack changed), right after: its own */
+	read_gil(s, 7, 9600, false, 2, (uint64_t[]){ 1, 14, 4, 5 });
+	py_spans__switch_in(s, 1, 7, 9700);
+	read_gil(s, 7, 9710, false, 2, (uint64_t[]){ 1, 16, 4, 5 });
+	CHECK(ngils == 2 && gils[1].start == 9600 && gils[1].end == 9700 && gils[1].in == 4);
+	/* the same stack, but after the thread ran longer than PY_GIL_JOIN_NS: its own too */
+	py_spans__switch_in(s, 1, 7, 9800);
+	read_gil(s, 7, 9800 + PY_GIL_JOIN_NS + 1, true, 0, NULL);
+	CHECK(ngils == 3 && gils[2].start == 9710 && gils[2].end == 9800);
+	py_spans__close_all(s, 0, 9800 + PY_GIL_JOIN_NS + 500);
+	CHECK(ngils == 4 && gils[3].start == 9800 + PY_GIL_JOIN_NS + 1 && gils[3].incomplete &&
+	      gils[3].end == 9800 + PY_GIL_JOIN_NS + 500);
+	/* woken (the GIL let go) before it runs: the wait ends at the waking, the rest is a wait
+	 * for a CPU */
+	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
+	ngils = 0;
+	read_stack(s, 9, 100, TICK, 1, (uint64_t[]){ 1, 10 });
+	read_gil(s, 9, 200, true, 0, NULL);
+	py_spans__woken(s, 1, 9, 700);
+	py_spans__switch_in(s, 1, 9, 4000);
+	read_stack(s, 9, 5000, TICK, 1, (uint64_t[]){ 1, 12 });
+	CHECK(ngils == 1 && gils[0].start == 200 && gils[0].end == 700 && gils[0].in == 1);
+	/* its switch back in lost (a ring full, a switch the kernel left out): the thread ran only
+	 * after the waking, what ended ends there and not midway, inside the wait */
+	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
+	nspans = ngils = 0;
+	read_stack(s, 9, 100, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
+	read_gil(s, 9, 1000, true, 0, NULL);
+	py_spans__woken(s, 1, 9, 5000);
+	read_stack(s, 9, 5100, TICK, 2, (uint64_t[]){ 1, 12, 3, 5 });
+	CHECK(ngils == 1 && gils[0].start == 1000 && gils[0].end == 5000);
+	CHECK((g = find(2, 0)) && g->end == 5000);
+	/* inside a lock wait that began at 300 (3.13's _PySemaphore_Wait takes the GIL back
+	 * before it returns): the read is stamped 300, the GIL wait begins when it blocked */
+	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
+	ngils = 0;
+	read_stack(s, 9, 100, TICK, 1, (uint64_t[]){ 1, 10 });
+	read_stack(s, 9, 300, BLOCK, 1, (uint64_t[]){ 1, 11 });
+	py_spans__switch_in(s, 1, 9, 3000000);
+	read_gil_at(s, 9, 300, 3000100);
+	py_spans__woken(s, 1, 9, 3000400);
+	py_spans__switch_in(s, 1, 9, 3000500);
+	read_stack(s, 9, 3001000, TICK, 1, (uint64_t[]){ 1, 12 });
+	CHECK(ngils == 1 && gils[0].start == 3000100 && gils[0].end == 3000400);
+	/* a block that is not on the GIL starts none */
+	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
+	ngils = 0;
+	read_stack(s, 8, 100, TICK, 1, (uint64_t[]){ 1, 10 });
+	read_same(s, 8, 200, BLOCK);
+	py_spans__switch_in(s, 1, 8, 900);
+	read_stack(s, 8, 1000, TICK, 1, (uint64_t[]){ 1, 12 });
+	py_spans__close_all(s, 0, 1100);
+	CHECK(ngils == 0);
+	py_spans__free(s);
+}
+
 static void test_truncated_read(void)
 {
 	struct py_spans *s = py_spans__new(&ops, NULL);
@@ -360,6 +478,12 @@ static void test_offsets(void)
 		CHECK(v && py_version__bpf_cfg(&v->off, 0x1000, &cfg) == 0);
 		CHECK(!v || (v->off.frame_kind == 1) == (minor <= 10));
 		CHECK(!v || !!v->off.dbg_size == (minor >= 13));
+		/* the GIL: in _PyRuntime before 3.12, then pointed to by the interpreter; its cond
+		 * and mutex before switch_cond */
+		CHECK(!v || (v->off.gil_at && (!!v->off.gil_via_interp == (minor >= 12)) &&
+			     v->off.gil_wait_lo && v->off.gil_wait_lo < v->off.gil_wait_hi));
+		CHECK(!v || (cfg.gil_at == v->off.gil_at && cfg.gil_hi == v->off.gil_wait_hi &&
+			     !!(cfg.flags & PY_CFG_GIL_INTERP) == (minor >= 12)));
 	}
 	/* 3.14 on have no table: the newest (3.13) for the rest, their own debug layout (3.15:
 	 * the newest known, 3.14's) */
@@ -382,7 +506,7 @@ static void test_debug_offsets(void)
 	const struct py_version *v = py_version__find(3, 13);
 	const struct py_offsets *t;
 	static uint8_t buf[4096];
-	struct py_offsets out;
+	struct py_offsets out, t2;
 	char why[96];
 	int changed;
 
@@ -439,6 +563,16 @@ static void test_debug_offsets(void)
 	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,
 				     sizeof(why)) == 0 && changed == 0);
 	CHECK(!memcmp(&out, t, sizeof(out)));
+	/* 3.13's keep no GIL (the table's stands); 3.14's keep the interpreter's ceval.gil (here
+	 * in a slot this test leaves free, runtime_state.finalizing's) */
+	CHECK(!t->dbg_gil_at && py_version__layout(3, 14) &&
+	      py_version__layout(3, 14)->off.dbg_gil_at);
+	t2 = *t;
+	t2.dbg_gil_at = 32;
+	put64(buf, 32, t->gil_at + 104);
+	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, &t2, &out, &changed, why,
+				     sizeof(why)) == 0 && changed == 1);
+	CHECK(out.gil_at == t->gil_at + 104);
 	/* a build whose thread state differs: its own offset wins, the rest stays */
 	put64(buf, t->dbg_tstate_native_thread_id, t->tstate_native_thread_id + 8);
 	CHECK(py_debug_offsets__read(getpid(), (uintptr_t)buf, 3, 13, t, &out, &changed, why,
@@ -519,6 +653,7 @@ int main(void)
 	RUN(test_spans);
 	RUN(test_back_to_back_calls);
 	RUN(test_interpreter_waits);
+	RUN(test_gil_waits);
 	RUN(test_truncated_read);
 	RUN(test_offsets);
 	RUN(test_lnotab);

@@ -385,7 +385,8 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 	uint64_t incomplete = c[CNT_STALE_FRAMES] + c[CNT_EXIT_FRAMES];
 	char b[32];
 
-	uint64_t spans = c[CNT_SPANS] + s->py_spans; /* as tracer report counts the file's */
+	/* as tracer report counts the file's */
+	uint64_t spans = c[CNT_SPANS] + s->py_spans + s->gil_spans;
 
 	fprintf(f, "\nRecorded %s: %llu span%s", fmt_duration(wall_ns, b, sizeof(b)),
 		(unsigned long long)spans, plural_s(spans));

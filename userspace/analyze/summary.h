@@ -43,6 +43,7 @@ struct summary {
 	struct folded_name *folded; /* distinct names counted in SUMMARY_OTHER */
 	size_t nfolded;
 	uint64_t py_spans; /* Python spans (CNT_SPANS counts the probes' spans only) */
+	uint64_t gil_spans; /* GIL waits told from the scheduler (python/py_spans.h) */
 	uint64_t recent_from; /* the live view's current interval started here (monotonic ns) */
 };
 

@@ -51,6 +51,7 @@ static const struct field fields[] = {
 	FLD(dict_values, dict),
 	FLD(long_size, pylong),
 	FLD(long_digits, pylong),
+	FLD(gil_at, interp), /* 3.14 on */
 };
 
 static uint32_t u32_at(const void *base, size_t off)
@@ -104,6 +105,9 @@ int py_debug_offsets__read(int pid, uint64_t runtime, int major, int minor,
 		const struct field *f = &fields[i];
 		uint64_t v = u64_at(buf, u32_at(table, f->dbg));
 		uint64_t size = u64_at(buf, u32_at(table, f->dbg_size));
+
+		if (!u32_at(table, f->dbg))
+			continue; /* not kept in this version's: the table's stands */
 
 		if (v >= size || v >= MAX_FIELD) {
 			snprintf(why, len, "a debug offset past its struct (%llu of %llu)",

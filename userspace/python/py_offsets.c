@@ -113,6 +113,10 @@ int py_version__bpf_cfg(const struct py_offsets *o, uint64_t runtime, struct py_
 	cfg->str_ascii_data = o->str_ascii_data;
 	cfg->flags = (o->tstate_by_pthread ? PY_CFG_PTHREAD : 0) |
 		     (o->has_cframe ? PY_CFG_CFRAME : 0) |
-		     (o->frame_owner_cstack < 256 ? PY_CFG_OWNER : 0);
+		     (o->frame_owner_cstack < 256 ? PY_CFG_OWNER : 0) |
+		     (o->gil_via_interp ? PY_CFG_GIL_INTERP : 0);
+	cfg->gil_at = o->gil_at;
+	cfg->gil_lo = o->gil_wait_lo;
+	cfg->gil_hi = o->gil_wait_hi;
 	return 0;
 }

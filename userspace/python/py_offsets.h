@@ -37,6 +37,9 @@ struct py_offsets {
 	uint32_t inline_values, type_inline_values_flag, values_valid, values_values;
 	uint32_t type_flags, type_managed_dict_flag, type_ht_cached_keys;
 	uint32_t has_thread_names; /* the dict and instance fields above are there */
+	/* the GIL: at gil_at in _PyRuntime, or (gil_via_interp, 3.12 on) pointed to from there in
+	 * the interpreter; a thread blocked on its bytes [gil_wait_lo, gil_wait_hi) waits for it */
+	uint32_t gil_at, gil_via_interp, gil_wait_lo, gil_wait_hi;
 	/* 3.13 on: where the target's own _Py_DebugOffsets keeps the fields above (dbg_size 0:
 	 * this version has none). Last in the struct: a layout of its own (3.14 on) replaces
 	 * them all from dbg_size on */
@@ -54,6 +57,7 @@ struct py_offsets {
 	uint32_t dbg_object_size, dbg_object_type, dbg_type_size, dbg_type_name, dbg_type_flags;
 	uint32_t dbg_dict_size, dbg_dict_keys, dbg_dict_values;
 	uint32_t dbg_pylong_size, dbg_long_size, dbg_long_digits;
+	uint32_t dbg_gil_at; /* 3.14 on: the interpreter's ceval.gil (0: not kept) */
 };
 
 struct py_version {

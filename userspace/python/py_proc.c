@@ -85,10 +85,15 @@ static void newer_version(struct py_proc *p)
 		return;
 	}
 	base = table->off;
+	/* where its GIL is, only its own debug offsets say (3.14 on); the GIL's cond and mutex
+	 * are read as in the table */
+	base.gil_at = 0;
 	memcpy((char *)&base + dbg, (const char *)&layout->off + dbg, sizeof(base) - dbg);
 	if (py_debug_offsets__read(p->pid, p->runtime, p->major, p->minor, &base, &p->off,
 				   &p->dbg_changed, p->dbg_why, sizeof(p->dbg_why)))
 		return;
+	if (!p->off.gil_at) /* not found: its waits are not told */
+		p->off.gil_via_interp = p->off.gil_wait_lo = p->off.gil_wait_hi = 0;
 	p->from = PY_OFF_DEBUG;
 	p->table_minor = table->minor;
 	p->layout_minor = layout->minor;
@@ -148,7 +153,7 @@ const char *py_proc__offsets_from(const struct py_proc *p, char *buf, size_t len
 		snprintf(buf, len, "its own _Py_DebugOffsets laid out as %d.%d's (%d field%s differ "
 				   "from the build's %d.%d table; not in them, read as in %d.%d: the "
 				   "entry frames' owner, co_nlocalsplus, str kind bits, dict keys, "
-				   "module and instance dicts)",
+				   "module and instance dicts, the GIL's cond and mutex)",
 			 p->major, p->layout_minor, p->dbg_changed, p->dbg_changed == 1 ? "" : "s",
 			 p->major, p->table_minor, p->major, p->table_minor);
 	else if (p->from == PY_OFF_DEBUG)

@@ -71,7 +71,28 @@ static void on_span(void *ctx, int pid, int tid, const struct py_open *o, uint64
 		s->ops->span(s->ctx, code->qualname, &r);
 }
 
-static const struct py_spans_ops spans_ops = { .opened = on_opened, .span = on_span };
+/* A wait for the GIL the scheduler saw: as the python-gil pack's spans, under its function. */
+static void on_gil(void *ctx, int pid, int tid, uint64_t start, uint64_t end, bool incomplete,
+		   const struct py_open *in)
+{
+	struct py_session *s = ctx;
+	struct span_rec r = { .type = REC_SPAN, .pid = pid, .tid = tid, .start_ns = start,
+			      .end_ns = end, .flags = incomplete ? SPAN_INCOMPLETE : 0 };
+	const struct py_code *code = in ? (const struct py_code *)(uintptr_t)in->tag : NULL;
+	char args[700], name[600];
+
+	if (!s->writer || !s->ops || !s->ops->gil || !s->ops->gil(s->ctx, &r))
+		return;
+	args[0] = 0;
+	if (code) {
+		json_escape(name, sizeof(name), code->qualname, strlen(code->qualname));
+		snprintf(args, sizeof(args), "\"py\":\"%s\"", name);
+	}
+	trace_writer__span(s->writer, &r, PY_GIL_SPAN, "gil", args);
+}
+
+static const struct py_spans_ops spans_ops = { .opened = on_opened, .span = on_span,
+					       .gil = on_gil };
 
 struct py_session *py_session__new(struct trace_writer *w, const struct py_session_ops *ops,
 				   void *ctx)
@@ -196,6 +217,11 @@ size_t py_session__native(struct py_session *s, const struct span_rec *r, bool w
 void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts)
 {
 	py_spans__switch_in(s->spans, pid, tid, ts);
+}
+
+void py_session__woken(struct py_session *s, int pid, int tid, uint64_t ts)
+{
+	py_spans__woken(s->spans, pid, tid, ts);
 }
 
 void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts)

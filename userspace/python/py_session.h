@@ -20,12 +20,18 @@ struct cJSON;
 #define PY_DEFAULT_HZ 1000
 #define PY_DEFAULT_HZ_TEXT "1000"
 
+/* The name of a wait to take the GIL back, as the python-gil pack's spans have it. */
+#define PY_GIL_SPAN "GIL wait"
+
 struct trace_writer;
 struct py_session;
 
 struct py_session_ops {
 	/* Every finished Python span, for the summary, as written to the trace. */
 	void (*span)(void *ctx, const char *name, const struct span_rec *r);
+	/* A wait for the GIL (category gil, named PY_GIL_SPAN) the scheduler saw: written to the
+	 * trace only if this returns true (not when the python-gil pack's exact spans are on). */
+	bool (*gil)(void *ctx, const struct span_rec *r);
 	/* Python's name for a thread (threading.Thread.name) was read. */
 	void (*thread_name)(void *ctx, int pid, int tid, const char *name);
 };
@@ -56,6 +62,9 @@ size_t py_session__native(struct py_session *s, const struct span_rec *r, bool w
 			  size_t len);
 /* The thread was put on a CPU at ts (a scheduler record). */
 void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts);
+/* The thread was woken at ts (sched_waking): a wait for the GIL ends there, the time after it
+ * is a wait for a CPU. */
+void py_session__woken(struct py_session *s, int pid, int tid, uint64_t ts);
 void py_session__thread_exit(struct py_session *s, int pid, int tid, uint64_t ts);
 /* Reads Python's thread names of every Python process again if threads were seen since, and
  * once more at the next tick (tick: called from the periodic tick, not after each read). */

@@ -11,6 +11,10 @@ struct py_stack {
 	int pid;
 	uint64_t last;	    /* the last read, or native return: the stack was known then */
 	uint64_t switch_in; /* the last time the thread was put on a CPU */
+	/* a wait for the GIL: blocked since gil_block (0: not blocked on it), and the wait
+	 * not written yet, from gil_start to gil_end (0: none) */
+	uint64_t gil_block, gil_start, gil_end;
+	uint64_t gil_woken; /* the waking since gil_block (0: none seen) */
 	uint32_t depth;
 	struct py_open v[PY_MAX_FRAMES]; /* outermost first */
 	UT_hash_handle hh;
@@ -80,19 +84,76 @@ static void close_from(struct py_spans *s, struct py_stack *st, uint32_t from, u
 	}
 }
 
+/* Writes the thread's GIL wait, if one is pending; one still blocked ends at ts, incomplete. */
+static void gil_flush(struct py_spans *s, struct py_stack *st, uint64_t ts)
+{
+	bool open = st->gil_block != 0;
+
+	if (open)
+		st->gil_end = ts > st->gil_block ? ts : st->gil_block;
+	if (st->gil_start && st->gil_end > st->gil_start && s->ops->gil)
+		s->ops->gil(s->ctx, st->pid, st->tid, st->gil_start, st->gil_end, open,
+			    st->depth ? &st->v[st->depth - 1] : NULL);
+	st->gil_block = st->gil_start = st->gil_end = st->gil_woken = 0;
+}
+
+/* A read of the thread: one flagged PY_GIL starts a GIL wait, or goes on with the one that
+ * ended a moment ago if the stack is the same (no Python ran between: the same take of the
+ * GIL; a new call's wait is its own, and nests in its frames); any other ends it. Returns the
+ * end of the wait before this read (0: none): the thread ran again only after it. */
+static uint64_t gil_read(struct py_spans *s, struct py_stack *st, const struct py_stack_rec *r)
+{
+	bool gil = r->reason == PY_READ_BLOCK && (r->flags & PY_GIL);
+	/* when the thread left the CPU: a read inside a lock wait (3.13's _PySemaphore_Wait takes
+	 * the GIL back before it returns) is stamped with the wait's start, seconds earlier */
+	uint64_t now = r->now_ns > r->ts ? r->now_ns : r->ts;
+
+	/* read again with no switch in since the block (its record lost): how long it waited is
+	 * not known, what came before stands */
+	uint64_t waited;
+
+	if (st->gil_block) {
+		st->gil_end = st->gil_woken ? st->gil_woken : st->gil_block;
+		st->gil_block = st->gil_woken = 0;
+	}
+	waited = st->gil_start ? st->gil_end : 0;
+	if (st->gil_start &&
+	    (!gil || !(r->flags & PY_SAME) || now > st->gil_end + PY_GIL_JOIN_NS))
+		gil_flush(s, st, now);
+	if (!gil)
+		return waited;
+	if (!st->gil_start)
+		st->gil_start = now;
+	st->gil_block = now;
+	st->gil_woken = 0;
+	return waited;
+}
+
 void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts)
 {
 	struct py_stack *st = stack_of(s, pid, tid, false);
 
 	if (st && ts > st->switch_in)
 		st->switch_in = ts;
+	if (st && st->gil_block && ts >= st->gil_block) {
+		st->gil_end = st->gil_woken ? st->gil_woken : ts;
+		st->gil_block = st->gil_woken = 0;
+	}
+}
+
+void py_spans__woken(struct py_spans *s, int pid, int tid, uint64_t ts)
+{
+	struct py_stack *st = stack_of(s, pid, tid, false);
+
+	if (st && st->gil_block && ts >= st->gil_block)
+		st->gil_woken = ts;
 }
 
 void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t size)
 {
 	size_t have = (size - offsetof(struct py_stack_rec, frames)) / sizeof(struct py_frame);
 	uint32_t d = r->depth, k = 0;
-	uint64_t lower, split;
+	uint64_t lower, split, waited;
 	struct py_stack *st;
 	bool resumed, again;
 
@@ -102,6 +163,7 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	st = stack_of(s, r->pid, r->tid, true);
 	if (r->ts < st->last)
 		return; /* out of order: cannot happen on one thread, but never go back */
+	waited = gil_read(s, st, r);
 	/* frames[] misses the outermost frames: it cannot be lined up with the open stack */
 	if (r->flags & (PY_TRUNCATED | PY_FAULT)) {
 		s->partial++;
@@ -109,6 +171,12 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	}
 	resumed = st->switch_in > st->last;
 	lower = resumed ? st->switch_in : st->last;
+	/* waited for the GIL since: back on a CPU after it, whether its switch in was seen or
+	 * lost (a split midway would fall inside the wait) */
+	if (waited > lower && waited <= r->ts) {
+		lower = waited;
+		resumed = true;
+	}
 	if (!st->last)
 		lower = r->ts; /* the first read of the thread: nothing is known before it */
 	if (lower > r->ts)
@@ -197,6 +265,7 @@ void py_spans__thread_exit(struct py_spans *s, int pid, int tid, uint64_t ts)
 
 	if (!st)
 		return;
+	gil_flush(s, st, ts);
 	close_from(s, st, 0, ts, false);
 	HASH_DEL(s->threads, st);
 	free(st);
@@ -209,6 +278,7 @@ void py_spans__close_all(struct py_spans *s, int pid, uint64_t ts)
 	HASH_ITER(hh, s->threads, st, tmp) {
 		if (pid && st->pid != pid)
 			continue;
+		gil_flush(s, st, ts);
 		close_from(s, st, 0, ts, true);
 		HASH_DEL(s->threads, st);
 		free(st);

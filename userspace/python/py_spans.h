@@ -44,6 +44,10 @@ struct py_spans_ops {
 	/* A finished span: frame o of process pid ran on tid from o->start to end. */
 	void (*span)(void *ctx, int pid, int tid, const struct py_open *o, uint64_t end,
 		     bool incomplete);
+	/* tid waited for the GIL from start to end (reads flagged PY_GIL, each until the thread's
+	 * next switch in, those of one take of it joined), inside frame in (NULL: none open). */
+	void (*gil)(void *ctx, int pid, int tid, uint64_t start, uint64_t end, bool incomplete,
+		    const struct py_open *in);
 };
 
 struct py_spans;
@@ -52,8 +56,14 @@ struct py_spans *py_spans__new(const struct py_spans_ops *ops, void *ctx);
 void py_spans__free(struct py_spans *s);
 /* One ring record of type REC_PY_STACK, size bytes long. */
 void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t size);
+/* Waits for the GIL this close together, with the same stack, are one: a waiter woken by the
+ * GIL's timed wait (its switch interval) or beaten to it blocks again within microseconds. */
+#define PY_GIL_JOIN_NS 200000ULL
 /* The thread was switched onto a CPU at ts (a scheduler record). */
 void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts);
+/* The thread was woken at ts: a wait for the GIL ends there (what follows, until it runs, is a
+ * wait for a CPU, the scheduler's runnable state). */
+void py_spans__woken(struct py_spans *s, int pid, int tid, uint64_t ts);
 /* A native span [start, end] completed on tid. Closes the Python frames it called (at end) and
  * returns the innermost frame open at its start (its caller), or false if there is none. wait: a
  * wait inside the interpreter (PROBE_PY_WAIT), whose end says nothing of when frames change. */

@@ -234,6 +234,8 @@ static void on_wakeup(struct consumer *c, const struct wakeup_rec *r, uint32_t t
 	t = threads__get(&c->threads, r->pid, r->tid);
 	set_name(c, t, r->comm);
 	threads__on_wakeup(&c->threads, r);
+	if (r->kind == WAKEUP_WAKING && c->py)
+		py_session__woken(c->py, r->pid, r->tid, r->ts);
 	/* a traced thread inside a span woke another: an arrow from that span */
 	/* (an interrupt's wake-up has depth 0: the BPF side never looks at the task under it) */
 	if (c->flows && r->kind == WAKEUP_WAKING && r->waker_depth && r->waker_tid != r->tid &&
@@ -365,7 +367,26 @@ static void py_thread_name(void *ctx, int pid, int tid, const char *name)
 	t->named = t->py_named = true;
 }
 
-const struct py_session_ops consumer__py_ops = { .span = py_span, .thread_name = py_thread_name };
+/* The python-gil pack's spans time each wait exactly: the scheduler's are left out then. */
+static bool py_gil(void *ctx, const struct span_rec *r)
+{
+	struct consumer *c = ctx;
+	struct thread *t;
+
+	for (size_t i = 0; i < c->probes->cnt; i++)
+		if (c->probes->v[i].cat == CAT_GIL)
+			return false;
+	t = thread_of(c, r->pid, r->tid);
+	t->spans++;
+	c->summary.gil_spans++;
+	summary__span(&c->summary, PY_GIL_SPAN, CAT_GIL, r->start_ns, r->end_ns,
+		      r->end_ns - r->start_ns - cover__add(&t->cover, r->start_ns, r->end_ns),
+		      r->flags & SPAN_INCOMPLETE);
+	return true;
+}
+
+const struct py_session_ops consumer__py_ops = { .span = py_span, .thread_name = py_thread_name,
+						 .gil = py_gil };
 
 void consumer__pause(struct consumer *c, bool paused, uint64_t ts)
 {

@@ -204,7 +204,8 @@ static void every_tick(struct recording *r, uint64_t now)
 	if (!r->status.on)
 		return;
 	status__update(&r->status, now, now - r->t0,
-		       counters[CNT_SPANS] + r->consumer.summary.py_spans, r->consumer.threads.cnt,
+		       counters[CNT_SPANS] + r->consumer.summary.py_spans +
+			       r->consumer.summary.gil_spans, r->consumer.threads.cnt,
 		       counters[CNT_LOST_SPAN] + counters[CNT_LOST_SWITCH] +
 			       counters[CNT_LOST_WAKEUP] + counters[CNT_LOST_TASK] +
 			       counters[CNT_SKIPPED_SCHED] + counters[CNT_SKIPPED_PROBES],

@@ -101,7 +101,8 @@ void top__draw(struct top *t, struct recording *r, uint64_t now)
 	if (!f)
 		return;
 	recording__read_counters(r, counters);
-	spans = counters[CNT_SPANS] + r->consumer.summary.py_spans; /* the probes' and Python's */
+	/* the probes' and Python's */
+	spans = counters[CNT_SPANS] + r->consumer.summary.py_spans + r->consumer.summary.gil_spans;
 	window(t, &rows, &cols);
 	/* what to press first: a narrow window cuts the end of the line */
 	fprintf(f, "tracer top%s: %s, %zu function%s, %s, %llu spans (%.0f/s), %u threads",
