@@ -52,6 +52,8 @@ struct py_spans *py_spans__new(const struct py_spans_ops *ops, void *ctx);
 void py_spans__free(struct py_spans *s);
 /* One ring record of type REC_PY_STACK, size bytes long. */
 void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t size);
+/* The on-CPU tick's period (0: no tick): a thread on a CPU is read at least that often. */
+void py_spans__set_tick(struct py_spans *s, uint64_t period_ns);
 /* The thread was switched onto a CPU at ts (a scheduler record). */
 void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts);
 /* A native span [start, end] completed on tid. Closes the Python frames it called (at end) and
