@@ -119,7 +119,8 @@ def record(tmp, python, phases):
         for line in f:
             name, s, e = line.split()
             calls[name].append((int(s), int(e)))
-    trace, _ = load_trace(out)
+    trace, text = load_trace(out)
+    assert lib.check_format(trace, text) == []  # no span across a sibling or its parent's edge
     t0 = trace["metadata"]["t0_monotonic_ns"]
     got, tid = collections.defaultdict(list), {}
     for e in spans(trace):
