@@ -1,6 +1,7 @@
 """Back-to-back Python calls from the same line, with ground truth (tests/targets/py_calls.py):
 each call of 2 ms or more its own span, totals right, no span stretched over time that no call
 of its function ran. Bounds are the goal of issue 26, at the default rate."""
+import bisect
 import collections
 import os
 import signal
@@ -13,6 +14,7 @@ import lib
 
 PYTHON = "/usr/bin/python3"
 LATE_NS = 600_000
+EDGE_NS = 2_000_000  # two ticks at the default rate
 GAP_NS = 200_000  # between two calls: py_calls.py's loop()
 
 
@@ -25,11 +27,39 @@ def percentile(v, q):
     return v[min(len(v) - 1, int(q * len(v)))]
 
 
-def measure(calls, got):
+def off_cpu(trace, tid):
+    """The times tid was off the CPU, (start, end) in ns, from a switch out to the switch back
+    in, where the trace has both (the kernel sometimes reports no switch in)."""
+    t0, out, gone = trace["metadata"]["t0_monotonic_ns"], [], None
+    for s in lib.sched_lines(trace):
+        ts = t0 + round(s["ts"] * 1e9)
+        if s["next"] == tid:
+            if gone is not None:
+                out.append((gone, ts))
+            gone = None
+        if s["prev"] == tid:
+            gone = ts
+    return out
+
+
+def ran(off, a, b):
+    """The time in [a, b] outside the off-CPU times off (sorted)."""
+    i = max(0, bisect.bisect_left(off, (a, 0)) - 1)
+    t = b - a
+    while i < len(off) and off[i][0] < b:
+        t -= overlap(off[i], (a, b))
+        i += 1
+    return t
+
+
+def measure(calls, got, off=()):
     """For one function's logged calls and traced spans, (start, end) in ns, both inside the
     recording: the calls found as their own span (one that covers half of the call and not
     half of any other), the totals' error, the share of span time outside every call of the
-    function, and the p99 and max of the calls of 5 ms or more and of their spans."""
+    function, the p99 and max of the calls of 5 ms or more and of their spans, and the largest
+    distance in ns of an edge of a call found from its span's, less the time its thread was
+    off the CPU (off) in between: a thread preempted between its call's return and the clock
+    reading that logs it logs an end the span rightly does not have."""
     calls, got = sorted(calls), sorted(got)
     found, j = set(), 0
     for s in got:
@@ -50,14 +80,19 @@ def measure(calls, got):
         late += bool(near) and s[1] > near[-1][1] + LATE_NS
     total_calls = sum(e - s for s, e in calls)
     total_got = sum(e - s for s, e in got)
-    # the calls of 5 ms or more, and the span that covers most of each (as many of both)
-    long_calls, long_got, j = [], [], 0
+    # the calls of 5 ms or more, and the span that covers most of each (as many of both); and
+    # how far the edges of each call found are from its span's (the first call left out: the
+    # thread's first read knows nothing of what came before it)
+    long_calls, long_got, edge, j = [], [], 0, 0
     for c in calls:
         while j < len(got) and got[j][1] <= c[0]:
             j += 1
+        near = got[max(0, j - 1):j + 40]
+        best = max(near, key=lambda s: overlap(c, s)) if near else (0, 0)
+        if c in found and c != calls[0]:
+            edge = max(edge, ran(off, *sorted((best[0], c[0]))),
+                       ran(off, *sorted((best[1], c[1]))))
         if c[1] - c[0] >= 5_000_000:
-            near = got[max(0, j - 1):j + 40]
-            best = max(near, key=lambda s: overlap(c, s)) if near else (0, 0)
             long_calls.append(c[1] - c[0])
             long_got.append(best[1] - best[0])
     return {"calls": len(calls), "spans": len(got), "found": len(found) / len(calls),
@@ -65,7 +100,7 @@ def measure(calls, got):
             "total": total_got / total_calls - 1, "outside": outside / max(1, total_got), "late": late / max(1, len(got)),
             "p99": (percentile(long_got, 0.99) / percentile(long_calls, 0.99) - 1
                     if long_calls else 0),
-            "max": max(long_got) / max(long_calls) - 1 if long_calls else 0}
+            "max": max(long_got) / max(long_calls) - 1 if long_calls else 0, "edge": edge}
 
 
 def record(tmp, python, phases):
@@ -84,27 +119,29 @@ def record(tmp, python, phases):
         for line in f:
             name, s, e = line.split()
             calls[name].append((int(s), int(e)))
-    trace, _ = load_trace(out)
+    trace, text = load_trace(out)
+    assert lib.check_format(trace, text) == []  # no span across a sibling or its parent's edge
     t0 = trace["metadata"]["t0_monotonic_ns"]
-    got = collections.defaultdict(list)
+    got, tid = collections.defaultdict(list), {}
     for e in spans(trace):
         if e["cat"] == "python" and e["name"] in calls:
             got[e["name"]].append((t0 + round(e["ts"] * 1000),
                                    t0 + round((e["ts"] + e["dur"]) * 1000)))
-    m = {f: measure(c, got[f]) for f, c in calls.items()}
+            tid[e["name"]] = e["tid"]
+    m = {f: measure(c, got[f], off_cpu(trace, tid.get(f))) for f, c in calls.items()}
     print("\n".join(f"{f}: " + " ".join(f"{k} {v:.3g}" for k, v in r.items())
                     for f, r in m.items()), file=sys.stderr)
     return m
 
 
-def check(m, f):
+def check(m, f, tails=False):
     """The goal for f's calls: 95% found, totals within 5%, at most 2% of the span time outside
     its calls, except for what the README states: the caller's 0.2 ms between two calls that
-    no read separates goes half to each (outside: 2% and that gap's share of a call). The p99
-    and max of the calls of 5 ms or more (the goal: within 10%) are measured, not checked: on
-    a loaded machine about one call in a few hundred lost 7 to 15 ms of its span to the next
-    call of the function (cause not found), and calls of one length (5 ms) have their p99
-    within the two edges' half ticks of error (up to 20%)."""
+    no read separates goes half to each (outside: 2% and that gap's share of a call). tails:
+    the p99 and max of the calls of 5 ms or more within 10% too, for functions whose longest
+    calls are long enough for that: an edge placed midway between two reads is within half a
+    tick (0.5 ms) of the truth, so calls of one length (5 ms) can be off by two half ticks (up
+    to 20%) and are only measured."""
     r = m[f]
     # enough calls for the shares to mean something: on a loaded machine a 5 ms call of
     # stage_5ms took 38 ms (waiting for a CPU), and its 2 s phase made 52 of them
@@ -114,6 +151,13 @@ def check(m, f):
     gap = GAP_NS / (r["mean"] + GAP_NS)
     assert -0.05 <= r["total"] <= 0.05 + gap, (f, "total time", r)
     assert r["outside"] <= 0.02 + gap, (f, "span time outside a call", r)
+    # each edge within half a tick (a tick when the kernel reported no switch back in) and the
+    # gap's half, counting the time the thread ran: two ticks leave room for a loaded machine
+    # (measured: at most 0.83 ms; before, a call lost 3 to 25 ms to the next one about once in
+    # a few hundred calls)
+    assert r["edge"] <= EDGE_NS, (f, "an edge of a call far from its span's", r)
+    if tails:
+        assert abs(r["p99"]) <= 0.10 and abs(r["max"]) <= 0.10, (f, "p99 or max", r)
 
 
 def back_to_back_on(python):
@@ -121,11 +165,14 @@ def back_to_back_on(python):
     0.2 ms apart: the callee's frame is at the same address, at the same instruction, called
     from the same place; what tells one call from the next is its caller's locals. Before,
     one span stood for several calls (calls found: 0% to 17% on 3.8 to 3.13; p99 2 to 16
-    times the true one)."""
+    times the true one). featurize's calls of 5 ms or more have their p99 and max within 10%:
+    its longest calls (20 ms) are off by a tick at most. Before, on a loaded machine a call
+    whose thread the kernel put back on a CPU without a sched_switch event lost half the time
+    it was off the CPU (7 to 15 ms) to the next call."""
     def test(tmp):
         m = record(tmp, python, ["noargs", "args", "sleep"])
         check(m, "stage_5ms")
-        check(m, "featurize")
+        check(m, "featurize", tails=True)
         check(m, "write_frame")
     return test
 

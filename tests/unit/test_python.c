@@ -374,6 +374,40 @@ static void test_gil_waits(void)
 	py_spans__free(s);
 }
 
+/* A thread that left the CPU and whose switch back in the kernel never reported (no
+ * sched_switch, seen with ftrace too): it ran less than a tick before the next read, or a tick
+ * would have read it, so that read bounds the change, not the one as it left the CPU. */
+static void test_lost_switch_in(void)
+{
+	struct py_spans *s = py_spans__new(&ops, NULL);
+	const struct got_span *g;
+
+	nspans = 0;
+	py_spans__set_tick(s, 100);
+	/* main -> a, preempted at 1100; at 2500 main runs b: a ended within the tick before */
+	read_stack(s, 7, 1000, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
+	read_same(s, 7, 1100, PY_READ_PREEMPT);
+	read_stack(s, 7, 2500, TICK, 2, (uint64_t[]){ 1, 12, 3, 5 });
+	CHECK((g = find(2, 0)) && g->start == 1000 && g->end == 2450);
+	/* b blocks at 2600, and is gone when it leaves the CPU again at 4000: the same */
+	read_same(s, 7, 2600, BLOCK);
+	read_stack(s, 7, 4000, PY_READ_PREEMPT, 1, (uint64_t[]){ 1, 14 });
+	CHECK((g = find(3, 0)) && g->start == 2450 && g->end == 3950);
+	/* a tick read it in between (unchanged): the change is after that read, as always */
+	read_stack(s, 7, 4100, TICK, 2, (uint64_t[]){ 1, 16, 4, 5 });
+	read_same(s, 7, 4200, PY_READ_PREEMPT);
+	read_same(s, 7, 5000, TICK);
+	read_stack(s, 7, 5040, TICK, 1, (uint64_t[]){ 1, 18 });
+	CHECK((g = find(4, 0)) && g->end == 5020);
+	/* a switch in seen: the change is there, as before */
+	read_stack(s, 7, 5100, TICK, 2, (uint64_t[]){ 1, 20, 5, 5 });
+	read_same(s, 7, 5200, PY_READ_PREEMPT);
+	py_spans__switch_in(s, 1, 7, 6000);
+	read_stack(s, 7, 6500, TICK, 1, (uint64_t[]){ 1, 22 });
+	CHECK((g = find(5, 0)) && g->end == 6000);
+	py_spans__free(s);
+}
+
 static void test_truncated_read(void)
 {
 	struct py_spans *s = py_spans__new(&ops, NULL);
@@ -654,6 +688,7 @@ int main(void)
 	RUN(test_back_to_back_calls);
 	RUN(test_interpreter_waits);
 	RUN(test_gil_waits);
+	RUN(test_lost_switch_in);
 	RUN(test_truncated_read);
 	RUN(test_offsets);
 	RUN(test_lnotab);

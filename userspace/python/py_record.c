@@ -53,6 +53,8 @@ static void start_ticks(struct py_record *p)
 	if (p->ticks.nlinks || p->tick_failed)
 		return;
 	err = py_ticks__attach(&p->ticks, p->skel->progs.py_on_tick, p->hz);
+	if (!err) /* each thread on a CPU is read at least this often */
+		py_session__set_tick(p->session, 1000000000ull / p->hz);
 	if (err) {
 		p->tick_failed = true;
 		pr_warn("cannot start the %u Hz tick that reads Python stacks: %s; they are read "

@@ -214,6 +214,11 @@ size_t py_session__native(struct py_session *s, const struct span_rec *r, bool w
 	return n;
 }
 
+void py_session__set_tick(struct py_session *s, uint64_t period_ns)
+{
+	py_spans__set_tick(s->spans, period_ns);
+}
+
 void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts)
 {
 	py_spans__switch_in(s->spans, pid, tid, ts);

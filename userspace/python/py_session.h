@@ -60,6 +60,8 @@ void py_session__on_read(struct py_session *s, const void *rec, size_t size);
  * written (0: no Python caller). wait: a wait inside the interpreter (PROBE_PY_WAIT). */
 size_t py_session__native(struct py_session *s, const struct span_rec *r, bool wait, char *args,
 			  size_t len);
+/* The on-CPU tick reads threads every period_ns from now on. */
+void py_session__set_tick(struct py_session *s, uint64_t period_ns);
 /* The thread was put on a CPU at ts (a scheduler record). */
 void py_session__switch_in(struct py_session *s, int pid, int tid, uint64_t ts);
 /* The thread was woken at ts (sched_waking): a wait for the GIL ends there, the time after it

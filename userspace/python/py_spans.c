@@ -15,6 +15,7 @@ struct py_stack {
 	 * not written yet, from gil_start to gil_end (0: none) */
 	uint64_t gil_block, gil_start, gil_end;
 	uint64_t gil_woken; /* the waking since gil_block (0: none seen) */
+	uint64_t left;	    /* the last read as it left the CPU */
 	uint32_t depth;
 	struct py_open v[PY_MAX_FRAMES]; /* outermost first */
 	UT_hash_handle hh;
@@ -26,6 +27,7 @@ struct py_spans {
 	struct py_stack *threads;
 	uint64_t reads, partial;
 	uint64_t created; /* threads seen */
+	uint64_t tick;	  /* the tick's period, 0 if none */
 };
 
 struct py_spans *py_spans__new(const struct py_spans_ops *ops, void *ctx)
@@ -107,11 +109,10 @@ static uint64_t gil_read(struct py_spans *s, struct py_stack *st, const struct p
 	/* when the thread left the CPU: a read inside a lock wait (3.13's _PySemaphore_Wait takes
 	 * the GIL back before it returns) is stamped with the wait's start, seconds earlier */
 	uint64_t now = r->now_ns > r->ts ? r->now_ns : r->ts;
+	uint64_t waited;
 
 	/* read again with no switch in since the block (its record lost): how long it waited is
 	 * not known, what came before stands */
-	uint64_t waited;
-
 	if (st->gil_block) {
 		st->gil_end = st->gil_woken ? st->gil_woken : st->gil_block;
 		st->gil_block = st->gil_woken = 0;
@@ -127,6 +128,11 @@ static uint64_t gil_read(struct py_spans *s, struct py_stack *st, const struct p
 	st->gil_block = now;
 	st->gil_woken = 0;
 	return waited;
+}
+
+void py_spans__set_tick(struct py_spans *s, uint64_t period_ns)
+{
+	s->tick = period_ns;
 }
 
 void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts)
@@ -179,12 +185,20 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	}
 	if (!st->last)
 		lower = r->ts; /* the first read of the thread: nothing is known before it */
+	/* Off the CPU since the last read, and no switch back in seen: the kernel fires no
+	 * sched_switch for some (ftrace misses them too). It ran less than a tick before this read,
+	 * or a tick would have read it; the last read, maybe 10 ms older, would put the change
+	 * midway into the time it was off the CPU. */
+	if (!resumed && st->last && st->left == st->last && s->tick && r->ts > lower + s->tick)
+		lower = r->ts - s->tick;
 	if (lower > r->ts)
 		lower = r->ts;
 	/* an unchanged stack read inside the interpreter's own waits (right after a switch back
 	 * in, for the GIL) would make the next change look half a tick later than it was */
 	if (!(r->reason == PY_READ_WAIT && (r->flags & PY_SAME)))
 		st->last = r->ts;
+	if (r->reason == PY_READ_PREEMPT || r->reason == PY_READ_BLOCK)
+		st->left = r->ts;
 	if (r->flags & PY_SAME)
 		return;
 	/* the frames both have, from the outermost: same code, called from the same place by the

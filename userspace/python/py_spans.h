@@ -59,6 +59,8 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 /* Waits for the GIL this close together, with the same stack, are one: a waiter woken by the
  * GIL's timed wait (its switch interval) or beaten to it blocks again within microseconds. */
 #define PY_GIL_JOIN_NS 200000ULL
+/* The on-CPU tick's period (0: no tick): a thread on a CPU is read at least that often. */
+void py_spans__set_tick(struct py_spans *s, uint64_t period_ns);
 /* The thread was switched onto a CPU at ts (a scheduler record). */
 void py_spans__switch_in(struct py_spans *s, int pid, int tid, uint64_t ts);
 /* The thread was woken at ts: a wait for the GIL ends there (what follows, until it runs, is a
