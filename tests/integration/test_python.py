@@ -429,8 +429,37 @@ def test_pool_by_pid_is_the_process_tree(tmp):
     assert m and int(m.group(1)) in workers, verdict
     assert re.search(r"overhead: .* of the .* CPU time of the 3 processes traced\)", err), err
     trace, text = load_trace(out)
-    assert check_format(trace, text) == []
+    findings = check_format(trace, text)
+    assert findings == [], findings[:5]
     assert {e["pid"] for e in spans(trace) if e["name"] == "featurize"} == set(workers)
+    for w in workers + [pid]:
+        os.kill(w, signal.SIGKILL)
+
+
+def test_pool_by_pid_duration_under_load(tmp):
+    """-d on a Pool's parent by pid, its workers followed, with both CPUs busy, by default and
+    with --follow: the recording is -d long once tracer is set up (setup_ns, the first part of
+    the trace while the probes of every process were being attached, is not counted in it) and
+    ends on time although the loop is busy probing and shedding (users saw -d 5 record 10 s)."""
+    spin = [subprocess.Popen([PYTHON, "-c", "while True: pass"]) for _ in range(2)]
+    lib._procs.extend(spin)
+    p, (pid, *workers) = lib.start_ready(
+        [PYTHON, os.path.join(lib.ROOT, "tests", "targets", "py_pool.py"), "300"],
+        stderr=subprocess.DEVNULL)
+    for opt in ([], ["--follow"]):
+        out = os.path.join(tmp, "pool.json")
+        tr = start_tracer("-p", pid, "-d", "2", "-o", out, *opt, timeout=120)
+        rc, err = finish_tracer(tr, timeout=120)
+        assert rc == 0, err
+        trace, text = load_trace(out)
+        findings = check_format(trace, text)
+        assert findings == [], (opt, findings[:5])
+        meta = trace["metadata"]
+        assert meta["stop_reason"] == "duration elapsed", (opt, meta["stop_reason"])
+        recorded = meta["duration_ns"] - meta.get("setup_ns", 0)
+        assert 2e9 <= recorded < 4e9, f"{opt}: -d 2 recorded {recorded / 1e9:.2f} s after setup"
+        assert 0 < meta["setup_ns"] < meta["duration_ns"], (opt, meta)
+        assert {e["pid"] for e in spans(trace) if e["name"] == "featurize"} == set(workers), opt
     for w in workers + [pid]:
         os.kill(w, signal.SIGKILL)
 

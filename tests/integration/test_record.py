@@ -176,6 +176,33 @@ def test_stop_after_duration_target_survives(tmp):
     assert rc == 0
 
 
+def test_duration_ends_on_time_while_tracer_is_held(tmp):
+    """-d is kept by a thread of its own: the event loop held up (here its writes to a pipe
+    nobody reads; in the field probing followed children and shedding probes, seconds under
+    load) no longer stretches the recording. Before, -d 2 recorded 8 s: until the reader came
+    back. -d counts once tracer is set up (setup_ns, the trace's first part while probes were
+    still being attached)."""
+    h, (pid,) = lib.start_ready([lib.target("hammer"), "--threads", "2", "--seconds", "120",
+                                 "--wait-signal"])
+    sigusr1(pid)
+    tr = subprocess.Popen([lib.TRACER, "-p", str(pid), "-u", "other:hammer:hammer_*",
+                           "--max-overhead", "0", "-d", "2", "-o", "-"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lib._procs.append(tr)
+    time.sleep(10)  # the trace's reader is away: tracer's writes block once the pipe is full
+    out, err = tr.communicate(timeout=120)
+    assert tr.returncode == 0, err
+    trace = json.loads(out)
+    assert check_format(trace, out) == []
+    meta = trace["metadata"]
+    assert meta["stop_reason"] == "duration elapsed", meta["stop_reason"]
+    recorded = meta["duration_ns"] - meta.get("setup_ns", 0)
+    assert 2e9 <= recorded < 4e9, f"-d 2 recorded {recorded / 1e9:.2f} s after setup"
+    assert 0 < meta["setup_ns"] < meta["duration_ns"], meta
+    assert len(spans(trace)) > 1000
+    h.kill()
+
+
 def stop_with(tmp, sig, reason):
     out = os.path.join(tmp, "s.json")
     # a 4 s decode that starts after tracer attached: in flight when the signal arrives; the

@@ -276,12 +276,16 @@ static int attach_range(struct attachment *a, const struct attach_site *s, int p
 }
 
 /* A process of its own whose probes could not be attached because it has exited meanwhile (a
- * child followed that ended while tracer set up or took it in): nothing of it to probe. */
+ * child followed that ended while tracer set up or took it in): nothing of it to probe. Its
+ * object is opened through /proc/PID/map_files, gone with it: ENOENT (a DataLoader's workers
+ * of one epoch, ending while tracer attached, made -p fail, "cannot attach 3 probes to
+ * libunwind.so.8.0.1 in pid N: No such file or directory"). */
 static bool gone(const struct attach_site *s, int e)
 {
-	if (e != -ESRCH || s->pid <= 0)
+	if (s->pid <= 0 || (e != -ESRCH && !(e == -ENOENT && !strncmp(s->path, "/proc/", 6))))
 		return false;
-	pr_debug("pid %d exited before its probes in %s were attached", s->pid, s->object);
+	pr_debug("pid %d exited (or unmapped %s) before its probes there were attached", s->pid,
+		 s->object);
 	return true;
 }
 

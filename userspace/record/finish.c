@@ -284,6 +284,9 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 	char *s;
 
 	cJSON_AddNumberToObject(m, "duration_ns", r->end - r->t0);
+	/* the trace's first part, while probes were still being attached: -d counts after it */
+	if (r->started > r->t0)
+		cJSON_AddNumberToObject(m, "setup_ns", r->started - r->t0);
 	cJSON_AddStringToObject(m, "stop_reason", r->stop_reason);
 	if (trace_writer__error(r->writer))
 		cJSON_AddStringToObject(m, "write_error",
@@ -482,8 +485,10 @@ int recording__finish(struct recording *r)
 	 * the calls still open end at r->end, read from task storage. Every producer is gone
 	 * before the drain: a busy target's context switches would otherwise keep a slow reader
 	 * draining for as long as the load lasts */
+	deadline__stop(&r->deadline);
 	r->skel->bss->phase = PHASE_DETACHING;
-	r->end = now_ns();
+	/* -d's end as the deadline thread made it, however late the loop saw it */
+	r->end = deadline__ended(&r->deadline) ?: now_ns();
 	attach__detach(&r->tracked.attachment);
 	for (size_t i = 0; i < r->nsched; i++)
 		bpf_link__destroy(r->sched_links[i]);

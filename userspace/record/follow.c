@@ -103,6 +103,10 @@ static void follow_exec(struct recording *r, int pid)
 	__u8 one = 1;
 	char exe[64];
 
+	if (recording__over(r)) { /* -d ended it: nothing to probe, nothing to hold */
+		kill(pid, SIGCONT);
+		return;
+	}
 	if (i >= 0) {
 		struct target *t = &r->tracked.targets[i];
 
@@ -171,6 +175,8 @@ static void probe_new_objects(struct recording *r, int i)
 {
 	const struct target *t = &r->tracked.targets[i];
 
+	if (recording__over(r)) /* -d ended it: probes now would record nothing */
+		return;
 	if (tracked__attach_new(&r->tracked, false, r->err, sizeof(r->err)) < 0) {
 		if (target__alive(t))
 			pr_warn("pid %d: %s", t->pid, r->err);

@@ -93,11 +93,15 @@ void recording__drain(struct recording *r)
 static void toggle_pause(struct recording *r)
 {
 	bool pause = r->skel->bss->phase == PHASE_RECORDING;
+	enum record_phase to = pause ? PHASE_PAUSED : PHASE_RECORDING;
 	/* the mark is where nothing recorded lies beyond: a resume's before the switch (what
 	 * starts after it starts after the mark), a pause's after it (what started, before) */
 	uint64_t mark = pause ? 0 : now_ns();
 
-	r->skel->bss->phase = pause ? PHASE_PAUSED : PHASE_RECORDING;
+	/* not over -d's end, which the deadline thread may have written meanwhile */
+	if (!deadline__switch_phase(&r->skel->bss->phase, pause ? PHASE_RECORDING : PHASE_PAUSED,
+				    to))
+		return;
 	if (pause)
 		mark = now_ns();
 	recording__drain(r);
@@ -231,10 +235,18 @@ static void target_exited(struct recording *r, int pid)
 		r->stop_reason = "target exited";
 }
 
+bool recording__over(const struct recording *r)
+{
+	return deadline__ended(&r->deadline) != 0;
+}
+
 /* Runs until a signal, -d, every target gone, or a write error. */
 void recording__event_loop(struct recording *r)
 {
-	uint64_t deadline = r->opts->duration_ns ? r->t0 + r->opts->duration_ns : 0;
+	/* -d counts from when tracer was set up, not from t0: attaching to many processes
+	 * under load took a second or more of it. deadline.h ends it on time; this is the loop's
+	 * own look, for when the thread could not */
+	uint64_t deadline = r->opts->duration_ns ? r->started + r->opts->duration_ns : 0;
 	struct epoll_event evs[16];
 	unsigned int ticks = 0;
 
@@ -263,8 +275,9 @@ void recording__event_loop(struct recording *r)
 				else
 					stop_on_signal(r, &si);
 			} else if (id == EV_TIMER) {
+				/* over: no new library is probed, no probe shed */
 				if (read(r->timerfd, &expirations, sizeof(expirations)) <= 0 ||
-				    ++ticks % RESCAN_TICKS)
+				    ++ticks % RESCAN_TICKS || recording__over(r))
 					continue;
 				if (tracked__rescan(&r->tracked, r->err, sizeof(r->err)) < 0)
 					pr_warn("%s", r->err);
@@ -286,7 +299,7 @@ void recording__event_loop(struct recording *r)
 		overhead__sample(&r->overhead);
 		if (trace_writer__error(r->writer))
 			r->stop_reason = "write error";
-		if (deadline && now_ns() >= deadline && !r->stop_reason)
+		if (deadline && (recording__over(r) || now_ns() >= deadline) && !r->stop_reason)
 			r->stop_reason = "duration elapsed";
 		if (r->consumer.max_bytes &&
 		    trace_writer__bytes(r->writer) >= r->consumer.max_bytes && !r->stop_reason)

@@ -22,6 +22,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 static void cleanup(struct recording *r)
 {
+	deadline__stop(&r->deadline);
 	attach__detach(&r->tracked.attachment);
 	for (size_t i = 0; i < r->nstops; i++) {
 		bpf_link__destroy(r->stop_links[i]);
@@ -157,6 +158,13 @@ static int start(struct recording *r)
 		return err;
 	if (!opts->start_paused)
 		r->skel->bss->phase = PHASE_RECORDING;
+	r->started = now_ns();
+	err = opts->duration_ns ? deadline__start(&r->deadline, &r->skel->bss->phase,
+						  r->started + opts->duration_ns) : 0;
+	if (err) {
+		pr_err("cannot start the -d timer: %s", strerror(-err));
+		return err;
+	}
 	if (r->launched)
 		kill(r->launched, SIGCONT);
 	return 0;

@@ -8,6 +8,7 @@
 #include "record/budget.h"
 #include "record/children.h"
 #include "record/consumer.h"
+#include "record/deadline.h"
 #include "record/overhead.h"
 #include "record/rings.h"
 #include "record/record.h"
@@ -61,6 +62,10 @@ struct recording {
 	bool auto_packs;	/* no -u/-P: the packs were chosen for the targets */
 	char packs_chosen[512]; /* the packs picked at the start, ", "-separated */
 	uint64_t t0, t0_realtime, end;
+	/* set up (every probe attached, the scheduler and Python programs on): -d counts from
+	 * here, the trace from t0, when the first probe could fire */
+	uint64_t started;
+	struct deadline deadline; /* -d */
 	const char *stop_reason;
 	int forward_signal; /* a signal sent to tracer alone (kill, not the terminal): the
 			    * launched command gets it too */
@@ -111,6 +116,8 @@ void recording__mark_losses(struct recording *r, uint64_t now, const uint64_t *c
 void recording__event_loop(struct recording *r);
 void recording__start_top(struct recording *r);
 int recording__handle_record(void *ctx, void *data, size_t size);
+/* -d has ended the recording: the work for the targets left in the loop's turn is skipped. */
+bool recording__over(const struct recording *r);
 
 /* finish.c */
 /* The file's first event: what reading back a cut file needs (trace_writer__started). */
