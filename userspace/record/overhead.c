@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SAMPLE_EVERY_NS 20000000ULL /* a target that exits keeps what was read last */
@@ -73,17 +74,34 @@ __asm__(".text\n"
 	"	lea 1(%rdi),%eax\n"
 	"	pop %rbp\n"
 	"	ret\n"
-	".size overhead_site_ret,.-overhead_site_ret\n");
+	".size overhead_site_ret,.-overhead_site_ret\n"
+	".p2align 4\n"
+	".globl overhead_site_plain\n"
+	".hidden overhead_site_plain\n"
+	".type overhead_site_plain,@function\n"
+	"overhead_site_plain:\n" /* never probed: the cold calibration's baseline */
+	"	push %rbp\n"
+	"	mov %rsp,%rbp\n"
+	"	lea 1(%rdi),%eax\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size overhead_site_plain,.-overhead_site_plain\n");
 
 int overhead_site_push(int x);
 int overhead_site_nop5(int x);
 int overhead_site_step(int x);
 int overhead_site_ret(int x);
+int overhead_site_plain(int x);
 
 typedef int (*site_fn)(int);
 
 /* Calls per round, by class: enough to average over, few enough to stay near 20 ms in all. */
 static const int site_calls[INSN_CLASS_MAX] = { 1000, 1000, 300 };
+/* Calls of each site with the caches swept before each (about 10 us a call with a 1 MB L2) */
+#define COLD_CALLS 300
+#define COLD_OUTLIER_FACTOR 10.0
+#define COLD_SWEEP_DEFAULT (1 << 20) /* when the L2's size is unknown */
+#define COLD_SWEEP_MAX (8 << 20)
 
 
 int overhead__prog_stats(int prog_fd, uint64_t *runs, uint64_t *ns)
@@ -268,6 +286,22 @@ static int self_offset(const void *fn, uint64_t *offset)
 	return ret;
 }
 
+/* A buffer written a line of every 64 bytes before a call: what a program's own work between
+ * two hits does to the trap path's code and data. */
+struct sweep {
+	volatile uint8_t *buf;
+	size_t size;
+};
+
+/* The thread's CPU time: the waits for a CPU are not in it. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
 static double per_call_ns(site_fn f, int n)
 {
 	uint64_t t = now_ns();
@@ -329,8 +363,122 @@ static void close_probes_later(struct empty_probes *e)
 	pthread_attr_destroy(&attr);
 }
 
+static double prog_runs_ns(int prog_fd, uint64_t *runs)
+{
+	uint64_t ns = 0;
+
+	*runs = 0;
+	if (overhead__prog_stats(prog_fd, runs, &ns))
+		*runs = 0;
+	return ns;
+}
+
+/* The mean run time of program fd since (*runs, *ns) were read. */
+static double prog_avg_since(int fd, uint64_t runs, double ns)
+{
+	uint64_t r;
+	double n = prog_runs_ns(fd, &r);
+
+	return r > runs ? (n - ns) / (r - runs) : 0;
+}
+
+static int by_value(const void *a, const void *b);
+
+static void sweep_once(const struct sweep *sw)
+{
+	for (size_t j = 0; j < sw->size; j += 64)
+		sw->buf[j]++;
+}
+
+/* Mean of the times above, leaving out those a preemption or an interrupt made many times the
+ * median (they are no part of a hit's cost). */
+static double robust_mean(double *v, int n)
+{
+	double median, sum = 0;
+	int k = 0;
+
+	qsort(v, n, sizeof(double), by_value);
+	median = v[n / 2];
+	for (int i = 0; i < n; i++)
+		if (v[i] <= COLD_OUTLIER_FACTOR * median) {
+			sum += v[i];
+			k++;
+		}
+	return sum / k;
+}
+
+/* What a call of f costs more than one of the unprobed site when the buffer was swept just
+ * before it, each call timed alone (the sweep is not: its time varies more than a hit costs),
+ * the two in turn; less the mean run time of program fd. */
+static double cold_extra_ns(site_fn f, int fd, const struct sweep *sw)
+{
+	static site_fn const volatile plain = overhead_site_plain;
+	double *t[2], ns0, ret;
+	uint64_t runs0;
+	int x = 0;
+
+	t[0] = xcalloc(COLD_CALLS, sizeof(double));
+	t[1] = xcalloc(COLD_CALLS, sizeof(double));
+	ns0 = prog_runs_ns(fd, &runs0);
+	for (int i = 0; i < COLD_CALLS; i++)
+		for (int k = 0; k < 2; k++) {
+			uint64_t t0;
+
+			sweep_once(sw);
+			t0 = now_ns();
+			x = (k ? f : plain)(x);
+			t[k][i] = now_ns() - t0;
+		}
+	__asm__ volatile("" : : "r"(x));
+	ret = robust_mean(t[1], COLD_CALLS) - robust_mean(t[0], COLD_CALLS) -
+	      prog_avg_since(fd, runs0, ns0);
+	free(t[0]);
+	free(t[1]);
+	return ret;
+}
+
+/* The push site and the return site again, with a buffer the L2's size swept before each call
+ * (the empty programs attached, their run time taken off): what a hit costs when the trap
+ * path's code and data are out of the caches, as in a program that works between hits
+ * (gst-launch encoding audio: 1.5 us an entry and return, empty programs on its probed
+ * functions, against 0.8 us calibrated on a hot loop). */
+static void calibrate_cold(struct overhead_cal *cal, const struct empty_probes *e)
+{
+	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+	struct sweep sw = { .size = l2 > 0 ? (size_t)l2 : COLD_SWEEP_DEFAULT };
+	double entry, both, sweeps[5];
+
+	if (sw.size > COLD_SWEEP_MAX)
+		sw.size = COLD_SWEEP_MAX;
+	sw.buf = calloc(1, sw.size);
+	if (!sw.buf)
+		return;
+	entry = cold_extra_ns(overhead_site_push, e->prog_fd[0], &sw);
+	both = cold_extra_ns(overhead_site_ret, e->prog_fd[1], &sw);
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = thread_cpu_ns();
+
+		sweep_once(&sw);
+		sweeps[i] = thread_cpu_ns() - t0;
+	}
+	free((void *)sw.buf);
+	qsort(sweeps, 5, sizeof(double), by_value);
+	cal->sweep_ns = sweeps[2];
+	cal->sweep_bytes = sw.size;
+	/* what the trap path's refill adds to an entry (any class: its first instruction changes
+	 * the trap's work, not the lines it misses) and to a return (whose site's entry trap runs
+	 * no program) */
+	cal->cold_entry_ns = entry - cal->entry_ns[INSN_EMULATED];
+	cal->cold_return_ns = both - entry - cal->return_ns;
+	if (cal->cold_entry_ns < 0)
+		cal->cold_entry_ns = 0;
+	if (cal->cold_return_ns < 0)
+		cal->cold_return_ns = 0;
+}
+
 /* Entry probes on a site of each class, a return probe on a fourth (push-first) site: the
- * difference between that site and the push site is what a return probe adds. */
+ * difference between that site and the push site is what a return probe adds. Then the same,
+ * cold (calibrate_cold). */
 static int calibrate(struct overhead_cal *cal, bool multi)
 {
 	struct empty_probes probes, *e = &probes;
@@ -378,6 +526,7 @@ static int calibrate(struct overhead_cal *cal, bool multi)
 	cal->return_ns = both - prog_avg_ns(e->prog_fd[1]) - cal->entry_ns[INSN_EMULATED];
 	if (cal->return_ns < 0)
 		cal->return_ns = 0;
+	calibrate_cold(cal, e);
 	cal->ok = true;
 	close_probes_later(e);
 	cal->took_ns = now_ns() - t0;
@@ -425,9 +574,12 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 		pr_debug("trap cost calibration failed: %s", strerror(-err));
 	else
 		pr_debug("trap cost per hit: emulated %.0f ns, optimized %.0f ns, single-stepped "
-			 "%.0f ns, return %.0f ns (calibrated in %.1f ms)",
+			 "%.0f ns, return %.0f ns; out of the caches +%.0f ns an entry, +%.0f ns a "
+			 "return (a %zu KB sweep: %.1f us) (calibrated in %.1f ms)",
 			 o->cal.entry_ns[INSN_EMULATED], o->cal.entry_ns[INSN_OPTIMIZED],
-			 o->cal.entry_ns[INSN_STEPPED], o->cal.return_ns, o->cal.took_ns / 1e6);
+			 o->cal.entry_ns[INSN_STEPPED], o->cal.return_ns, o->cal.cold_entry_ns,
+			 o->cal.cold_return_ns, o->cal.sweep_bytes >> 10, o->cal.sweep_ns / 1e3,
+			 o->cal.took_ns / 1e6);
 	o->npids = o->nprimary = npids;
 	o->pids = xcalloc(npids, sizeof(int));
 	o->cpu_start = xcalloc(npids, sizeof(uint64_t));
@@ -638,19 +790,42 @@ void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int
 			o->other_bpf_ns += ns * scale;
 			o->other_bpf_runs += runs * scale;
 		}
-	o->trap_entry_ns = 0;
-	for (int c = 0; c < INSN_CLASS_MAX; c++)
-		o->trap_entry_ns += o->entry_hits[c] * o->cal.entry_ns[c];
-	o->trap_return_ns = o->return_hits * o->cal.return_ns;
 	o->target_cpu_ns = 0;
 	for (size_t i = 0; i < o->npids; i++)
 		o->target_cpu_ns += o->cpu_last[i] - o->cpu_start[i];
+	overhead__charge_traps(o);
 	o->done = true;
+}
+
+void overhead__charge_traps(struct overhead *o)
+{
+	uint64_t calls = 0;
+
+	for (int c = 0; c < INSN_CLASS_MAX; c++)
+		calls += o->entry_hits[c];
+	/* the targets ran as long as the sweep a call, or longer: their own work between two
+	 * calls has evicted the trap path as the sweep did (calibrated on that pattern) */
+	o->cold = o->cal.sweep_ns > 0 && calls &&
+		  (double)o->target_cpu_ns / calls >= o->cal.sweep_ns;
+	o->trap_entry_ns = 0;
+	for (int c = 0; c < INSN_CLASS_MAX; c++)
+		o->trap_entry_ns += o->entry_hits[c] * overhead__entry_ns(o, c);
+	o->trap_return_ns = o->return_hits * overhead__return_ns(o);
+}
+
+double overhead__entry_ns(const struct overhead *o, enum insn_class c)
+{
+	return o->cal.entry_ns[c] + (o->cold ? o->cal.cold_entry_ns : 0);
+}
+
+double overhead__return_ns(const struct overhead *o)
+{
+	return o->cal.return_ns + (o->cold ? o->cal.cold_return_ns : 0);
 }
 
 double overhead__total_ns(const struct overhead *o)
 {
-	return o->span_bpf_ns + o->python_ns +
+	return o->span_bpf_ns + o->python_ns + o->sched_target_ns +
 	       (o->cal.ok ? o->trap_entry_ns + o->trap_return_ns : 0);
 }
 
@@ -689,8 +864,11 @@ void overhead__print(FILE *f, const struct overhead *o)
 	if (o->entry_hits[INSN_STEPPED])
 		fprintf(f, "; %llu hits on single-stepped sites cost ~%s",
 			(unsigned long long)o->entry_hits[INSN_STEPPED],
-			fmt_duration(o->entry_hits[INSN_STEPPED] * o->cal.entry_ns[INSN_STEPPED],
+			fmt_duration(o->entry_hits[INSN_STEPPED] * overhead__entry_ns(o, INSN_STEPPED),
 				     b[4], 32));
+	if (o->sched_target_ns)
+		fprintf(f, ", scheduler programs on its threads %s",
+			fmt_duration(o->sched_target_ns, b[4], 32));
 	if (o->other_bpf_runs)
 		fprintf(f, "; scheduler programs %s system-wide",
 			fmt_duration(o->other_bpf_ns, b[5], 32));
@@ -716,6 +894,7 @@ void overhead__add_json(const struct overhead *o, struct cJSON *meta)
 	cJSON_AddNumberToObject(j, "bpf_stats_windows_preempted", o->windows_dropped);
 	cJSON_AddNumberToObject(j, "sched_bpf_ns", (uint64_t)o->other_bpf_ns);
 	cJSON_AddNumberToObject(j, "sched_bpf_runs", (uint64_t)o->other_bpf_runs);
+	cJSON_AddNumberToObject(j, "sched_on_target_ns", o->sched_target_ns);
 	if (o->cal.ok) {
 		cJSON_AddNumberToObject(j, "trap_entry_ns", (uint64_t)o->trap_entry_ns);
 		cJSON_AddNumberToObject(j, "trap_return_ns", (uint64_t)o->trap_return_ns);
@@ -733,8 +912,14 @@ void overhead__add_json(const struct overhead *o, struct cJSON *meta)
 		snprintf(key, sizeof(key), "entry_%s_ns", insn_class__name(k));
 		cJSON_AddNumberToObject(c, key, (uint64_t)(o->cal.entry_ns[k] + 0.5));
 	}
-	if (o->cal.ok)
+	if (o->cal.ok) {
 		cJSON_AddNumberToObject(c, "return_ns", (uint64_t)(o->cal.return_ns + 0.5));
+		cJSON_AddNumberToObject(c, "cold_entry_ns", (uint64_t)(o->cal.cold_entry_ns + 0.5));
+		cJSON_AddNumberToObject(c, "cold_return_ns", (uint64_t)(o->cal.cold_return_ns + 0.5));
+		cJSON_AddNumberToObject(c, "sweep_ns", (uint64_t)(o->cal.sweep_ns + 0.5));
+		cJSON_AddNumberToObject(c, "sweep_bytes", o->cal.sweep_bytes);
+	}
+	cJSON_AddBoolToObject(j, "traps_cold", o->cold);
 	cJSON_AddNumberToObject(c, "took_ns", o->cal.took_ns);
 }
 

@@ -6,7 +6,10 @@
  * run of every program two clock reads), the windows a preemption inflated left out; it is
  * multiplied by the calls recorded. The trap cost depends
  * on the probed function's first instruction (insn.h); it is calibrated once at start-up on
- * tracer's own functions with empty BPF programs, and multiplied by the hits. */
+ * tracer's own functions with empty BPF programs, hot (a tight loop) and with the trap path out
+ * of the caches (a sweep of the L2 before each call: what a program's own work between hits
+ * does), and multiplied by the hits. Plus the scheduler programs' runs on the targets' own CPU
+ * time, which BPF measures (bpf/sched.bpf.c, charge_target). */
 #ifndef TRACER_OVERHEAD_H
 #define TRACER_OVERHEAD_H
 
@@ -24,6 +27,12 @@ struct cJSON;
 struct overhead_cal {
 	double entry_ns[INSN_CLASS_MAX]; /* an entry probe, by the site's first instruction */
 	double return_ns;		 /* a return probe, in addition to its entry */
+	/* What a hit adds when the trap path is out of the caches: measured with a buffer the L2's
+	 * size (sweep_bytes) written before each call, which takes sweep_ns. Targets that run at
+	 * least that long a call (their CPU time over the entry hits) pay these too (0: not
+	 * measured). */
+	double cold_entry_ns, cold_return_ns, sweep_ns;
+	size_t sweep_bytes;
 	uint64_t took_ns;		 /* how long calibrating took */
 	bool ok;
 };
@@ -66,13 +75,17 @@ struct overhead {
 	double other_bpf_ns, other_bpf_runs; /* scheduler programs: on every task, system-wide */
 	uint64_t entry_hits[INSN_CLASS_MAX], return_hits;
 	double trap_entry_ns, trap_return_ns;
+	bool cold; /* the targets ran long enough a call to have evicted the trap path */
 	uint64_t target_cpu_ns;
 	/* Python stacks read on ticks and switches (BPF's own count, set before printing); the
 	 * reads at probe hits are inside the span programs' run time already */
 	uint64_t python_ns;
+	/* the scheduler programs' runs on the targets' CPU time (a switch to one of their threads,
+	 * a waking one of them did): measured by BPF, set before printing */
+	uint64_t sched_target_ns;
 };
 
-/* Turns on the BPF run-time statistics, calibrates the trap costs (about 20 ms; multi: attach
+/* Turns on the BPF run-time statistics, calibrates the trap costs (about 40 ms; multi: attach
  * as tracer does, with uprobe_multi links) and reads the targets' CPU time. A failure to
  * calibrate is not an error: the summary then says the trap time is unknown. Returns 0 or
  * -errno (the statistics cannot be enabled). */
@@ -99,6 +112,15 @@ void overhead__sample(struct overhead *o);
  * return hits. */
 void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int *other_fds,
 		      size_t nother, const uint64_t calls[INSN_CLASS_MAX], uint64_t returns);
+
+/* Sets the trap time from the hits, the calibration and the targets' CPU time (done by
+ * overhead__finish; apart for the tests, on recorded numbers). */
+void overhead__charge_traps(struct overhead *o);
+
+/* The trap cost of an entry hit on a site of class c, and of a return, as charged (cold or
+ * not). */
+double overhead__entry_ns(const struct overhead *o, enum insn_class c);
+double overhead__return_ns(const struct overhead *o);
 
 /* Trap plus BPF time charged to the targets, in ns; and its share of their CPU time (0 when
  * unknown). */
