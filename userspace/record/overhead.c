@@ -99,6 +99,10 @@ typedef int (*site_fn)(int);
 static const int site_calls[INSN_CLASS_MAX] = { 1000, 1000, 300 };
 /* Calls of each site with the caches swept before each (about 10 us a call with a 1 MB L2) */
 #define COLD_CALLS 300
+#define COLD_MIN_CALLS 40
+/* what the cold calibration may take: its sweeps are slow where memory is (an emulated VM
+ * wrote 8 MB a call for 1,200 calls, minutes), and tracer's start waits for them */
+#define COLD_BUDGET_NS (150 * 1000000.0)
 #define COLD_OUTLIER_FACTOR 10.0
 #define COLD_SWEEP_DEFAULT (1 << 20) /* when the L2's size is unknown */
 #define COLD_SWEEP_MAX (8 << 20)
@@ -410,17 +414,17 @@ static double robust_mean(double *v, int n)
 /* What a call of f costs more than one of the unprobed site when the buffer was swept just
  * before it, each call timed alone (the sweep is not: its time varies more than a hit costs),
  * the two in turn; less the mean run time of program fd. */
-static double cold_extra_ns(site_fn f, int fd, const struct sweep *sw)
+static double cold_extra_ns(site_fn f, int fd, const struct sweep *sw, int calls)
 {
 	static site_fn const volatile plain = overhead_site_plain;
 	double *t[2], ns0, ret;
 	uint64_t runs0;
 	int x = 0;
 
-	t[0] = xcalloc(COLD_CALLS, sizeof(double));
-	t[1] = xcalloc(COLD_CALLS, sizeof(double));
+	t[0] = xcalloc(calls, sizeof(double));
+	t[1] = xcalloc(calls, sizeof(double));
 	ns0 = prog_runs_ns(fd, &runs0);
-	for (int i = 0; i < COLD_CALLS; i++)
+	for (int i = 0; i < calls; i++)
 		for (int k = 0; k < 2; k++) {
 			uint64_t t0;
 
@@ -430,7 +434,7 @@ static double cold_extra_ns(site_fn f, int fd, const struct sweep *sw)
 			t[k][i] = now_ns() - t0;
 		}
 	__asm__ volatile("" : : "r"(x));
-	ret = robust_mean(t[1], COLD_CALLS) - robust_mean(t[0], COLD_CALLS) -
+	ret = robust_mean(t[1], calls) - robust_mean(t[0], calls) -
 	      prog_avg_since(fd, runs0, ns0);
 	free(t[0]);
 	free(t[1]);
@@ -447,22 +451,34 @@ static void calibrate_cold(struct overhead_cal *cal, const struct empty_probes *
 	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 	struct sweep sw = { .size = l2 > 0 ? (size_t)l2 : COLD_SWEEP_DEFAULT };
 	double entry, both, sweeps[5];
+	int calls;
 
 	if (sw.size > COLD_SWEEP_MAX)
 		sw.size = COLD_SWEEP_MAX;
 	sw.buf = calloc(1, sw.size);
 	if (!sw.buf)
 		return;
-	entry = cold_extra_ns(overhead_site_push, e->prog_fd[0], &sw);
-	both = cold_extra_ns(overhead_site_ret, e->prog_fd[1], &sw);
 	for (int i = 0; i < 5; i++) {
 		uint64_t t0 = thread_cpu_ns();
 
 		sweep_once(&sw);
 		sweeps[i] = thread_cpu_ns() - t0;
 	}
-	free((void *)sw.buf);
 	qsort(sweeps, 5, sizeof(double), by_value);
+	/* four sweeps a call (two sites, each probed and not): as many calls as the budget
+	 * holds; too few to measure, and the cold costs stay unknown (charged as hot) */
+	calls = sweeps[2] > 0 ? (int)(COLD_BUDGET_NS / (4 * sweeps[2])) : COLD_CALLS;
+	if (calls > COLD_CALLS)
+		calls = COLD_CALLS;
+	if (calls < COLD_MIN_CALLS) {
+		pr_debug("cold trap calibration skipped: a %zu KB sweep takes %.1f ms here",
+			 sw.size >> 10, sweeps[2] / 1e6);
+		free((void *)sw.buf);
+		return;
+	}
+	entry = cold_extra_ns(overhead_site_push, e->prog_fd[0], &sw, calls);
+	both = cold_extra_ns(overhead_site_ret, e->prog_fd[1], &sw, calls);
+	free((void *)sw.buf);
 	cal->sweep_ns = sweeps[2];
 	cal->sweep_bytes = sw.size;
 	/* what the trap path's refill adds to an entry (any class: its first instruction changes
