@@ -8,6 +8,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import time
 
 ROOT = OUTPUT = TRACER = None
@@ -36,6 +37,10 @@ def configure(root, output):
 # In make check-kernels' emulated VM (qemu TCG) a probe hit costs tens of µs: counts and nesting
 # are checked there, durations and start times on a real CPU.
 IN_VM = os.environ.get("TRACER_TEST_IN_VM") == "1"
+# tracer's waits scaled there: loading the programs takes 5-10 s, and closing the per-function
+# links at exit took 25-30 s for the pipeline pack (a 30 s bound killed it mid-close, and the
+# kill's wait outlasted the VM)
+SLOW = 4 if IN_VM else 1
 
 
 def kernel_at_least(major, minor):
@@ -53,7 +58,10 @@ def cleanup():
         p = _procs.pop()
         if p.poll() is None:
             p.kill()
-            p.wait()
+            try:  # a process inside the kernel (closing links) dies when it comes out
+                p.wait(timeout=120 * SLOW)
+            except subprocess.TimeoutExpired:
+                print(f"pid {p.pid} still alive 2 min after SIGKILL", file=sys.stderr)
 
 
 def start_pipeline(*args, log=None):
@@ -91,7 +99,7 @@ def start_tracer(*args, env=None, timeout=30):
                          env=dict(os.environ, **env) if env else None)
     _procs.append(p)
     p.stderr_lines = []
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * SLOW
     while time.monotonic() < deadline:
         r, _, _ = select.select([p.stderr], [], [], 0.5)
         if r:
@@ -110,13 +118,13 @@ def start_tracer(*args, env=None, timeout=30):
 
 def finish_tracer(p, timeout=60):
     """Waits for tracer; returns (exit status, stderr text)."""
-    _, err = p.communicate(timeout=timeout)
+    _, err = p.communicate(timeout=timeout * SLOW)
     return p.returncode, "".join(p.stderr_lines) + err
 
 
 def run_tracer(*args, timeout=60):
     p = subprocess.run([TRACER] + [str(a) for a in args], capture_output=True, text=True,
-                       timeout=timeout)
+                       timeout=timeout * SLOW)
     return p.returncode, p.stderr
 
 
