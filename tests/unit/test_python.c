@@ -340,6 +340,19 @@ static void test_gil_waits(void)
 	py_spans__switch_in(s, 1, 9, 4000);
 	read_stack(s, 9, 5000, TICK, 1, (uint64_t[]){ 1, 12 });
 	CHECK(ngils == 1 && gils[0].start == 200 && gils[0].end == 700 && gils[0].in == 1);
+	/* woken, then runnable longer than PY_GIL_JOIN_NS (a loaded machine), blocked again at
+	 * once when it ran: the same take of the GIL, one wait */
+	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
+	ngils = 0;
+	read_stack(s, 9, 100, TICK, 1, (uint64_t[]){ 1, 10 });
+	read_gil(s, 9, 200, true, 0, NULL);
+	py_spans__woken(s, 1, 9, 700);
+	py_spans__switch_in(s, 1, 9, 700 + 3 * PY_GIL_JOIN_NS);
+	read_gil(s, 9, 710 + 3 * PY_GIL_JOIN_NS, true, 0, NULL);
+	py_spans__woken(s, 1, 9, 900 + 3 * PY_GIL_JOIN_NS);
+	py_spans__switch_in(s, 1, 9, 1000 + 3 * PY_GIL_JOIN_NS);
+	read_stack(s, 9, 2000 + 4 * PY_GIL_JOIN_NS, TICK, 1, (uint64_t[]){ 1, 12 });
+	CHECK(ngils == 1 && gils[0].start == 200 && gils[0].end == 900 + 3 * PY_GIL_JOIN_NS);
 	/* its switch back in lost (a ring full, a switch the kernel left out): the thread ran only
 	 * after the waking, what ended ends there and not midway, inside the wait */
 	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));

@@ -109,7 +109,7 @@ static uint64_t gil_read(struct py_spans *s, struct py_stack *st, const struct p
 	/* when the thread left the CPU: a read inside a lock wait (3.13's _PySemaphore_Wait takes
 	 * the GIL back before it returns) is stamped with the wait's start, seconds earlier */
 	uint64_t now = r->now_ns > r->ts ? r->now_ns : r->ts;
-	uint64_t waited;
+	uint64_t waited, ran;
 
 	/* read again with no switch in since the block (its record lost): how long it waited is
 	 * not known, what came before stands */
@@ -118,8 +118,11 @@ static uint64_t gil_read(struct py_spans *s, struct py_stack *st, const struct p
 		st->gil_block = st->gil_woken = 0;
 	}
 	waited = st->gil_start ? st->gil_end : 0;
+	/* the same take of the GIL: blocked again soon after it ran again (woken, it may wait
+	 * long for a CPU on a loaded machine: that is no GIL wait, nor a new one) */
+	ran = st->switch_in > st->gil_end ? st->switch_in : st->gil_end;
 	if (st->gil_start &&
-	    (!gil || !(r->flags & PY_SAME) || now > st->gil_end + PY_GIL_JOIN_NS))
+	    (!gil || !(r->flags & PY_SAME) || now > ran + PY_GIL_JOIN_NS))
 		gil_flush(s, st, now);
 	if (!gil)
 		return waited;
