@@ -258,7 +258,6 @@ enum counter {
 	CNT_EXCEPTION_SPANS, /* spans a C++ exception ended (SPAN_EXCEPTION) */
 	/* filled by BPF: */
 	CNT_TARGETS_FULL,    /* a process to trace found the targets map full: not traced */
-	CNT_SCHED_TARGET_NS, /* ns the scheduler programs took on the targets' own CPU time */
 	CNT_MAX,
 };
 

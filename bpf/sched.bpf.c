@@ -43,24 +43,17 @@ static __always_inline void fill_switch(struct switch_rec *r, bool preempt,
 	copy_comm(r->next_comm, next);
 }
 
-/* What a run took since t0, on a target's CPU time: the kernel charges the time of a switch to
- * the thread switched in (its run starts at the clock read before the switch), and a waking's to
- * the thread running, which wakes or is interrupted. The summary charges it (record/overhead.h). */
-static __always_inline void charge_target(__u64 t0)
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
 {
-	__u32 key = CNT_SCHED_TARGET_NS;
-	__u64 *v = bpf_map_lookup_elem(&counters, &key);
-
-	if (v)
-		__sync_fetch_and_add(v, bpf_ktime_get_ns() - t0);
-}
-
-static __always_inline int switch_rec(bool preempt, struct task_struct *prev,
-				      struct task_struct *next, unsigned int prev_state,
-				      bool next_traced)
-{
+	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
+	/* the idle task (0) is never traced: half the switches of a thread that sleeps */
+	bool next_traced = next_pid && is_target(next_pid);
 	struct wake_pending *w = NULL;
 
+	if (phase >= PHASE_DETACHING || (!next_traced && !(prev_pid && is_target(prev_pid))))
+		return 0;
 	if (next_traced)
 		w = bpf_task_storage_get(&wakes, next, 0, 0);
 	if (w && w->w.ts) {
@@ -91,25 +84,6 @@ static __always_inline int switch_rec(bool preempt, struct task_struct *prev,
 	r->type = REC_SWITCH;
 	fill_switch(r, preempt, prev, next, prev_state);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-	return 0;
-}
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
-{
-	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
-	/* the idle task (0) is never traced: half the switches of a thread that sleeps */
-	bool next_traced = next_pid && is_target(next_pid);
-	__u64 t0;
-
-	if (phase >= PHASE_DETACHING || (!next_traced && !(prev_pid && is_target(prev_pid))))
-		return 0;
-	if (!next_traced)
-		return switch_rec(preempt, prev, next, prev_state, false);
-	t0 = bpf_ktime_get_ns();
-	switch_rec(preempt, prev, next, prev_state, true);
-	charge_target(t0);
 	return 0;
 }
 
@@ -347,10 +321,13 @@ static __always_inline bool switch_in_follows(struct task_struct *p)
 
 /* The waking is kept for the switch in (one record for both); the wake-up that follows it
  * (sched_wakeup) says nothing more, and is not traced: userspace writes its line from this. */
-static __always_inline int waking(struct task_struct *p)
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_waking, struct task_struct *p)
 {
 	struct wake_pending *w;
 
+	if (phase >= PHASE_DETACHING || !is_target(p->tgid))
+		return 0;
 	if (switch_in_follows(p)) {
 		w = bpf_task_storage_get(&wakes, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (w) {
@@ -361,21 +338,6 @@ static __always_inline int waking(struct task_struct *p)
 		count(CNT_NO_STORAGE);
 	}
 	return wakeup(p, WAKEUP_WAKING);
-}
-
-SEC("tp_btf/sched_waking")
-int BPF_PROG(on_waking, struct task_struct *p)
-{
-	__u64 t0;
-
-	if (phase >= PHASE_DETACHING || !is_target(p->tgid))
-		return 0;
-	if (!is_target(bpf_get_current_pid_tgid() >> 32))
-		return waking(p);
-	t0 = bpf_ktime_get_ns();
-	waking(p);
-	charge_target(t0);
-	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")

@@ -279,7 +279,6 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_SHORT_PY_WAITS] = "python_waits_under_20us",
 		[CNT_EXCEPTION_SPANS] = "spans_ended_by_exception",
 		[CNT_TARGETS_FULL] = "processes_not_traced_map_full",
-		[CNT_SCHED_TARGET_NS] = "sched_on_targets_ns",
 	};
 	cJSON *m = identity(r, 4096), *a, *o;
 	char *s;
@@ -409,7 +408,6 @@ static void finish_overhead(struct recording *r)
 			 r->returns + short_waits);
 	recording__read_counters(r, c);
 	r->overhead.python_ns = c[CNT_PY_NS] - c[CNT_PY_PROBE_NS];
-	r->overhead.sched_target_ns = c[CNT_SCHED_TARGET_NS];
 }
 
 /* Detach, recording__drain, close what is open, write the end of the file, print the summary. */

@@ -841,7 +841,7 @@ double overhead__return_ns(const struct overhead *o)
 
 double overhead__total_ns(const struct overhead *o)
 {
-	return o->span_bpf_ns + o->python_ns + o->sched_target_ns +
+	return o->span_bpf_ns + o->python_ns +
 	       (o->cal.ok ? o->trap_entry_ns + o->trap_return_ns : 0);
 }
 
@@ -882,9 +882,6 @@ void overhead__print(FILE *f, const struct overhead *o)
 			(unsigned long long)o->entry_hits[INSN_STEPPED],
 			fmt_duration(o->entry_hits[INSN_STEPPED] * overhead__entry_ns(o, INSN_STEPPED),
 				     b[4], 32));
-	if (o->sched_target_ns)
-		fprintf(f, ", scheduler programs on its threads %s",
-			fmt_duration(o->sched_target_ns, b[4], 32));
 	if (o->other_bpf_runs)
 		fprintf(f, "; scheduler programs %s system-wide",
 			fmt_duration(o->other_bpf_ns, b[5], 32));
@@ -910,7 +907,6 @@ void overhead__add_json(const struct overhead *o, struct cJSON *meta)
 	cJSON_AddNumberToObject(j, "bpf_stats_windows_preempted", o->windows_dropped);
 	cJSON_AddNumberToObject(j, "sched_bpf_ns", (uint64_t)o->other_bpf_ns);
 	cJSON_AddNumberToObject(j, "sched_bpf_runs", (uint64_t)o->other_bpf_runs);
-	cJSON_AddNumberToObject(j, "sched_on_target_ns", o->sched_target_ns);
 	if (o->cal.ok) {
 		cJSON_AddNumberToObject(j, "trap_entry_ns", (uint64_t)o->trap_entry_ns);
 		cJSON_AddNumberToObject(j, "trap_return_ns", (uint64_t)o->trap_return_ns);

@@ -80,9 +80,6 @@ struct overhead {
 	/* Python stacks read on ticks and switches (BPF's own count, set before printing); the
 	 * reads at probe hits are inside the span programs' run time already */
 	uint64_t python_ns;
-	/* the scheduler programs' runs on the targets' CPU time (a switch to one of their threads,
-	 * a waking one of them did): measured by BPF, set before printing */
-	uint64_t sched_target_ns;
 };
 
 /* Turns on the BPF run-time statistics, calibrates the trap costs (about 40 ms; multi: attach
