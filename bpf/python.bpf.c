@@ -8,7 +8,10 @@
 
 #define PY_MAX_INTERPS 4
 #define PY_MAX_THREADS 256
-/* A thread without a Python thread state (a native worker) is looked up again this often. */
+/* A thread with no Python thread state found is looked for again after PY_RETRY_FIRST_NS, then twice as long
+ * each time up to PY_RETRY_NS: a new thread binds its state a moment after it starts (a read
+ * before that missed its first 10 ms), a native thread of a Python process never does */
+#define PY_RETRY_FIRST_NS (250 * 1000ULL)
 #define PY_RETRY_NS (10 * 1000 * 1000ULL)
 
 volatile __u32 py_active = 0;
@@ -42,7 +45,8 @@ struct py_words {
 
 struct py_thread {
 	__u64 tstate;
-	__u64 retry_ns; /* tstate == 0: when to look for it again */
+	__u64 retry_ns;	 /* tstate == 0: when to look for it again */
+	__u64 retry_gap; /* the wait before that retry */
 	__u64 stack_hash; /* of the last submitted read's frames (stack_step) */
 	__u32 submitted; /* a read was submitted since the thread was first seen */
 	__u32 busy;	 /* a read is under way: one that interrupts it (tick, switch) waits */
@@ -150,9 +154,15 @@ static __always_inline __u64 thread_state(const struct py_proc_cfg *cfg, struct 
 	if (!th->tstate && now < th->retry_ns && reason != PY_READ_WAIT)
 		return 0;
 	th->tstate = find_tstate(cfg, key);
-	if (!th->tstate)
-		th->retry_ns = now + PY_RETRY_NS;
-	return th->tstate;
+	if (th->tstate) {
+		th->retry_gap = 0;
+		return th->tstate;
+	}
+	th->retry_gap = th->retry_gap ? th->retry_gap * 2 : PY_RETRY_FIRST_NS;
+	if (th->retry_gap > PY_RETRY_NS)
+		th->retry_gap = PY_RETRY_NS;
+	th->retry_ns = now + th->retry_gap;
+	return 0;
 }
 
 /* One frame: its code, previous frame, instruction and owner lie within PY_FRAME_READ bytes
