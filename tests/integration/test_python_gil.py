@@ -89,9 +89,14 @@ def gil_bound(tmp, python, work, root=None):
         assert 0 < gil_ms[f] <= wall - cpu + 5, (f, gil_ms[f], truth[f])
         # (the rest of that time they wait for a CPU, once woken or preempted: how much
         # depends on the machine's load, the verdict says the GIL's share is a quarter or more)
-        # at most once a call (a wait that times out and waits again is one; a call may find
-        # the GIL free, the parser waiting for a CPU)
-        assert 10 <= count[f] <= calls + 1, (f, count[f], calls)
+        # at most twice a call: once to take the GIL back after its native work, and once
+        # more when another thread's drop request takes it away while the call runs Python
+        # (measured: up to 1.3 waits a call, in runs where the calls were few); a wait that
+        # times out and waits again is one, so some last longer than the 5 ms switch interval
+        # (before the waits were joined each was cut there)
+        assert 10 <= count[f] <= 2 * calls + 1, (f, count[f], calls)
+        longest = max(e["dur"] for e in waits if names.get(e["tid"]) == f)
+        assert longest > 7500, (f, "no wait joined across a timeout", longest)
     # the parser holds the GIL: it waits less than those it starves (it waits too, to take it
     # back from one that was preempted holding it)
     assert gil_ms["parser"] < max(gil_ms["featurizer1"], gil_ms["featurizer2"]), gil_ms

@@ -305,6 +305,7 @@ static void test_gil_waits(void)
 {
 	struct py_spans *s = py_spans__new(&gil_ops, NULL);
 	const struct got_span *g;
+	struct py_open caller;
 
 	nspans = ngils = 0;
 	read_stack(s, 7, 100, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
@@ -375,6 +376,20 @@ static void test_gil_waits(void)
 	py_spans__switch_in(s, 1, 9, 3000500);
 	read_stack(s, 9, 3001000, TICK, 1, (uint64_t[]){ 1, 12 });
 	CHECK(ngils == 1 && gils[0].start == 3000100 && gils[0].end == 3000400);
+	/* a native call that returned between two waits for the GIL with the same stack (OpenCV's
+	 * allocator takes it inside cv::resize, the binding again after it returns): two takes,
+	 * two waits, each inside or after the call, never one across its end */
+	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
+	ngils = 0;
+	read_stack(s, 9, 100, TICK, 1, (uint64_t[]){ 1, 10 });
+	read_gil(s, 9, 1000, true, 0, NULL);
+	py_spans__switch_in(s, 1, 9, 1200);
+	py_spans__on_native(s, 1, 9, 500, 1300, false, &caller);
+	read_gil(s, 9, 1310, true, 0, NULL);
+	py_spans__switch_in(s, 1, 9, 1500);
+	read_stack(s, 9, 2000, TICK, 1, (uint64_t[]){ 1, 12 });
+	CHECK(ngils == 2 && gils[0].start == 1000 && gils[0].end == 1200 &&
+	      gils[1].start == 1310 && gils[1].end == 1500);
 	/* a block that is not on the GIL starts none */
 	s = (py_spans__free(s), py_spans__new(&gil_ops, NULL));
 	ngils = 0;

@@ -260,6 +260,11 @@ bool py_spans__on_native(struct py_spans *s, int pid, int tid, uint64_t start, u
 
 	if (!st)
 		return false;
+	/* a native call returned after a wait for the GIL ended: that take of it is over (OpenCV
+	 * takes the GIL inside cv::resize to allocate its result, and again after it returns, the
+	 * stack unchanged): the next wait is a new one, not the same one going on */
+	if (st->gil_start && !st->gil_block && end >= st->gil_end)
+		gil_flush(s, st, end);
 	/* a wait inside the interpreter calls no Python code: every frame open holds it */
 	while (k < st->depth && (wait || st->v[k].seen <= start))
 		k++;
