@@ -9,7 +9,9 @@
 # /var/cache/tracer-kernels), outside the tree; 6.1 from bookworm, 5.10 from bullseye, 6.12 from
 # trixie, through a private apt source list so the machine's own stays untouched.
 # CHECK_KERNELS_TESTS overrides the test names (substrings, as tests/run.py takes them);
-# CHECK_KERNELS_RUN='shell command' runs that in the VM instead (to look into a failure).
+# CHECK_KERNELS_RUN='shell command' runs that in the VM instead (to look into a failure);
+# CHECK_KERNELS_APPEND='loglevel=5' adds to the kernel's command line (with it, a soft lockup's
+# call trace reaches the console: quiet keeps only its first line).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -183,7 +185,7 @@ for k in "$@"; do
 	start=$(date +%s)
 	timeout --foreground "$TIMEOUT" qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
 		-kernel "$image" -initrd "$INITRD" \
-		-append "console=ttyS0 quiet panic=-1 rdinit=/init" </dev/null >"$log" 2>&1 || true
+		-append "console=ttyS0 quiet panic=-1 rdinit=/init ${CHECK_KERNELS_APPEND:-}" </dev/null >"$log" 2>&1 || true
 	SECONDS_OF[$k]=$(( $(date +%s) - start ))
 	tr -d '\r' < "$log" | sed -n '/@@RESULTS-BEGIN@@/,/@@RESULTS-END@@/p' | sed '1d;$d' |
 		base64 -d 2>/dev/null | gunzip > "$results" 2>/dev/null || true
