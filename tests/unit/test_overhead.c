@@ -28,13 +28,13 @@ static void test_classify(void)
 	CHECK(fd >= 0);
 	CHECK(write(fd, code, sizeof(code)) == sizeof(code));
 	close(fd);
-	CHECK(overhead__site_class(path, 0) == INSN_EMULATED);
-	CHECK(overhead__site_class(path, 16) == INSN_STEPPED);
-	CHECK(overhead__site_class(path, 32) == INSN_OPTIMIZED);
+	CHECK(insn__classify_site(path, 0) == INSN_EMULATED);
+	CHECK(insn__classify_site(path, 16) == INSN_STEPPED);
+	CHECK(insn__classify_site(path, 32) == INSN_OPTIMIZED);
 	/* past the end of the file, or no file: the expensive kind */
-	CHECK(overhead__site_class(path, 4096) == INSN_STEPPED);
-	CHECK(overhead__site_class(path, 46) == INSN_STEPPED); /* cannot be decoded: not cheap */
-	CHECK(overhead__site_class("/nonexistent", 0) == INSN_STEPPED);
+	CHECK(insn__classify_site(path, 4096) == INSN_STEPPED);
+	CHECK(insn__classify_site(path, 46) == INSN_STEPPED); /* cannot be decoded: not cheap */
+	CHECK(insn__classify_site("/nonexistent", 0) == INSN_STEPPED);
 	unlink(path);
 }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "elf/insn.h"
 
+#include <fcntl.h>
 #include <stdbool.h>
+#include <unistd.h>
 
 static bool is_legacy_prefix(uint8_t b)
 {
@@ -108,4 +110,19 @@ const char *insn_class__name(enum insn_class c)
 	default:
 		return "?";
 	}
+}
+
+/* The class of the site at a file offset of an ELF file (INSN_STEPPED if it cannot be read). */
+enum insn_class insn__classify_site(const char *path, uint64_t offset)
+{
+	uint8_t code[16];
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return INSN_STEPPED;
+	n = pread(fd, code, sizeof(code), offset);
+	close(fd);
+	return n > 0 ? insn__classify(code, n) : INSN_STEPPED;
 }

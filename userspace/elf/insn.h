@@ -27,6 +27,7 @@ enum insn_class {
 
 /* Classifies the instruction at code[0..len). Never reads past len. */
 enum insn_class insn__classify(const uint8_t *code, size_t len);
+enum insn_class insn__classify_site(const char *path, uint64_t offset);
 
 /* "emulated", "optimized", "single-stepped". */
 const char *insn_class__name(enum insn_class c);

@@ -356,11 +356,11 @@ enum insn_class recording__probe_class(const struct recording *r, const struct p
 			if (o->dev != p->dev || o->ino != p->ino)
 				continue;
 			if (!access(o->open_path, R_OK))
-				return overhead__site_class(o->open_path, p->site);
+				return insn__classify_site(o->open_path, p->site);
 			/* the target is gone: its map_files too. Its path names that file unless
 			 * it ran in another root (a container, a chroot) */
 			if (!stat(o->path, &st) && st.st_ino == o->ino)
-				return overhead__site_class(o->path, p->site);
+				return insn__classify_site(o->path, p->site);
 		}
 	return INSN_STEPPED;
 }

@@ -25,9 +25,12 @@
  * windows a preemption inflated are left out (windows_mean). */
 #define STATS_WINDOW_NS 5000000ULL
 #define STATS_PERIOD_NS 500000000ULL
-/* Until a window has seen the span programs run, windows come this often: a recording whose
- * calls last a fraction of a second (or start late) must still have its cost measured. */
-#define STATS_FIRST_PERIOD_NS 50000000ULL
+/* The first window stays open until it has seen the span programs run (at most this long): a
+ * recording whose calls last a fraction of a second must still have its cost measured. Not
+ * windows every 50 ms until then: each turn of the statistics on or off patches every
+ * bpf_prog_run site in the kernel (a static key: int3s and IPIs to every CPU), and 6.1 in the
+ * emulated VM wedged, both CPUs looping through exc_int3 at bpf_trace_run1. */
+#define STATS_FIRST_MAX_NS 2000000000ULL
 /* A window whose mean run time is this many times the median window's was preempted. */
 #define PREEMPTED_FACTOR 3.0
 
@@ -507,20 +510,6 @@ void overhead__add_pid(struct overhead *o, int pid, bool born)
 	o->npids++;
 }
 
-enum insn_class overhead__site_class(const char *path, uint64_t offset)
-{
-	uint8_t code[16];
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return INSN_STEPPED;
-	n = pread(fd, code, sizeof(code), offset);
-	close(fd);
-	return n > 0 ? insn__classify(code, n) : INSN_STEPPED;
-}
-
 static void sample(struct overhead *o)
 {
 	for (size_t i = 0; i < o->npids; i++) {
@@ -536,6 +525,19 @@ static void sample(struct overhead *o)
 		}
 	}
 	o->last_sample = now_ns();
+}
+
+/* Whether a span program ran since the open window began. */
+static bool window_saw_runs(const struct overhead *o)
+{
+	for (int i = 0; i < 2; i++) {
+		uint64_t runs, ns;
+
+		if (o->span_fd[i] >= 0 && !overhead__prog_stats(o->span_fd[i], &runs, &ns) &&
+		    runs > o->win_start[i][0])
+			return true;
+	}
+	return false;
 }
 
 static void stats_off(struct overhead *o, uint64_t now)
@@ -554,10 +556,10 @@ void overhead__sample(struct overhead *o)
 		return;
 	if (now - o->last_sample >= SAMPLE_EVERY_NS)
 		sample(o);
-	if (o->stats_fd >= 0 && now - o->stats_since >= STATS_WINDOW_NS) {
+	if (o->stats_fd >= 0 && now - o->stats_since >= STATS_WINDOW_NS &&
+	    (o->nwin || window_saw_runs(o) || now - o->stats_since >= STATS_FIRST_MAX_NS)) {
 		stats_off(o, now);
-	} else if (o->stats_fd < 0 &&
-		   now - o->stats_since >= (o->nwin ? STATS_PERIOD_NS : STATS_FIRST_PERIOD_NS)) {
+	} else if (o->stats_fd < 0 && now - o->stats_since >= STATS_PERIOD_NS) {
 		o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		o->stats_since = now;
 		if (o->stats_fd >= 0)

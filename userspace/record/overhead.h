@@ -96,9 +96,6 @@ void overhead__watch(struct overhead *o, int entry_fd, int return_fd);
  * in the budget. born: forked during the recording, so all of its CPU time is (else from now). */
 void overhead__add_pid(struct overhead *o, int pid, bool born);
 
-/* The class of the site at a file offset of an ELF file (INSN_STEPPED if it cannot be read). */
-enum insn_class overhead__site_class(const char *path, uint64_t offset);
-
 /* Reads the targets' CPU time at most every 20 ms (a target that exits keeps its last value)
  * and opens and closes the statistics windows. Call it from the event loop, every 10 ms or so. */
 void overhead__sample(struct overhead *o);

@@ -137,7 +137,7 @@ static void warn_stepped(const struct attach_sites *sites)
 			continue; /* USDT sites are nops: emulated; exits are not where calls start */
 		for (size_t k = 0; k < sites->v[i].cnt; k++) {
 			total++;
-			stepped += overhead__site_class(sites->v[i].path, sites->v[i].offsets[k]) ==
+			stepped += insn__classify_site(sites->v[i].path, sites->v[i].offsets[k]) ==
 				   INSN_STEPPED;
 		}
 	}
