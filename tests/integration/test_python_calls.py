@@ -29,8 +29,10 @@ def percentile(v, q):
 
 def off_cpu(trace, tid):
     """The times tid was off the CPU, (start, end) in ns, from a switch out to the switch back
-    in, where the trace has both (the kernel sometimes reports no switch in)."""
-    t0, out, gone = trace["metadata"]["t0_monotonic_ns"], [], None
+    in, where the trace has both; and the times its state is unknown: from a switch out to the
+    next one when the kernel reported no switch back in between (it came back at a time no one
+    knows)."""
+    t0, out, unknown, gone = trace["metadata"]["t0_monotonic_ns"], [], [], None
     for s in lib.sched_lines(trace):
         ts = t0 + round(s["ts"] * 1e9)
         if s["next"] == tid:
@@ -38,8 +40,10 @@ def off_cpu(trace, tid):
                 out.append((gone, ts))
             gone = None
         if s["prev"] == tid:
+            if gone is not None:
+                unknown.append((gone, ts))
             gone = ts
-    return out
+    return out, unknown
 
 
 def ran(off, a, b):
@@ -52,14 +56,15 @@ def ran(off, a, b):
     return t
 
 
-def measure(calls, got, off=()):
+def measure(calls, got, off=(), unknown=()):
     """For one function's logged calls and traced spans, (start, end) in ns, both inside the
     recording: the calls found as their own span (one that covers half of the call and not
     half of any other), the totals' error, the share of span time outside every call of the
     function, the p99 and max of the calls of 5 ms or more and of their spans, and the largest
     distance in ns of an edge of a call found from its span's, less the time its thread was
     off the CPU (off) in between: a thread preempted between its call's return and the clock
-    reading that logs it logs an end the span rightly does not have."""
+    reading that logs it logs an end the span rightly does not have. An edge whose gap holds
+    time the thread's state is unknown (unknown) is not measured: how long it ran is not known."""
     calls, got = sorted(calls), sorted(got)
     found, j = set(), 0
     for s in got:
@@ -90,8 +95,9 @@ def measure(calls, got, off=()):
         near = got[max(0, j - 1):j + 40]
         best = max(near, key=lambda s: overlap(c, s)) if near else (0, 0)
         if c in found and c != calls[0]:
-            edge = max(edge, ran(off, *sorted((best[0], c[0]))),
-                       ran(off, *sorted((best[1], c[1]))))
+            for gap in (sorted((best[0], c[0])), sorted((best[1], c[1]))):
+                if not any(overlap(u, gap) for u in unknown):
+                    edge = max(edge, ran(off, *gap))
         if c[1] - c[0] >= 5_000_000:
             long_calls.append(c[1] - c[0])
             long_got.append(best[1] - best[0])
@@ -129,7 +135,7 @@ def record(tmp, python, phases):
             got[e["name"]].append((t0 + round(e["ts"] * 1000),
                                    t0 + round((e["ts"] + e["dur"]) * 1000)))
             tid[e["name"]] = e["tid"]
-    m = {f: measure(c, got[f], off_cpu(trace, tid.get(f))) for f, c in calls.items()}
+    m = {f: measure(c, got[f], *off_cpu(trace, tid.get(f))) for f, c in calls.items()}
     print("\n".join(f"{f}: " + " ".join(f"{k} {v:.3g}" for k, v in r.items())
                     for f, r in m.items()), file=sys.stderr)
     return m
