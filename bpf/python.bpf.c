@@ -8,11 +8,13 @@
 
 #define PY_MAX_INTERPS 4
 #define PY_MAX_THREADS 256
-/* A thread with no Python thread state found is looked for again after PY_RETRY_FIRST_NS, then twice as long
- * each time up to PY_RETRY_NS: a new thread binds its state a moment after it starts (a read
- * before that missed its first 10 ms), a native thread of a Python process never does */
+/* A thread with no Python thread state found is looked for again after PY_RETRY_FIRST_NS while
+ * it is younger than PY_YOUNG_NS (a new thread binds its state a moment after it starts, later
+ * on a loaded machine: a read before that left it unread for 10 ms), then twice as long each
+ * time up to PY_RETRY_NS (a native thread of a Python process never has one). */
 #define PY_RETRY_FIRST_NS (250 * 1000ULL)
 #define PY_RETRY_NS (10 * 1000 * 1000ULL)
+#define PY_YOUNG_NS (50 * 1000 * 1000ULL)
 
 volatile __u32 py_active = 0;
 /* Zero, but not to the verifier: .bss may be written, so what it holds is unknown. Kernels
@@ -146,6 +148,7 @@ static __always_inline __u64 thread_state(const struct py_proc_cfg *cfg, struct 
 					  __u32 tid, __u64 now, __u32 reason)
 {
 	__u64 key = thread_key(cfg, tid);
+	bool young;
 
 	if (!key)
 		return 0;
@@ -158,7 +161,8 @@ static __always_inline __u64 thread_state(const struct py_proc_cfg *cfg, struct 
 		th->retry_gap = 0;
 		return th->tstate;
 	}
-	th->retry_gap = th->retry_gap ? th->retry_gap * 2 : PY_RETRY_FIRST_NS;
+	young = now - bpf_get_current_task_btf()->start_time < PY_YOUNG_NS;
+	th->retry_gap = th->retry_gap && !young ? th->retry_gap * 2 : PY_RETRY_FIRST_NS;
 	if (th->retry_gap > PY_RETRY_NS)
 		th->retry_gap = PY_RETRY_NS;
 	th->retry_ns = now + th->retry_gap;
