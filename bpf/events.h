@@ -286,7 +286,13 @@ enum py_read_flags {
 	PY_FAULT = 2,	  /* a frame could not be read: frames[] ends early */
 	PY_SAME = 4,	  /* the same stack as the last read: no frames follow (depth 0) */
 	PY_GIL = 8,	  /* PY_READ_BLOCK: the thread blocks to take the GIL (py_proc_cfg.gil_*) */
+	PY_WOKE = 16,	  /* PY_READ_PREEMPT: it woke a thread at most PY_WOKE_NS before */
 };
+
+/* A thread preempted this soon after it woke another (a queue's put waking its consumer) was
+ * put off the CPU for its own act, not at a time unrelated to what it ran: like a thread that
+ * blocks, what it finished before it finished just before. */
+#define PY_WOKE_NS 50000
 
 /* Where the interpreter of one traced process keeps its threads and frames: the addresses
  * and struct offsets (from its version's offsets table, tools/py_offsets.c) the BPF side needs. */

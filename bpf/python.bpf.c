@@ -50,6 +50,7 @@ struct py_thread {
 	__u64 retry_ns;	 /* tstate == 0: when to look for it again */
 	__u64 retry_gap; /* the wait before that retry */
 	__u64 stack_hash; /* of the last submitted read's frames (stack_step) */
+	__u64 woke_ns;	 /* when it last woke another thread */
 	__u32 submitted; /* a read was submitted since the thread was first seen */
 	__u32 busy;	 /* a read is under way: one that interrupts it (tick, switch) waits */
 	struct py_words scratch;
@@ -391,6 +392,8 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason,
 submit:
 	if (reason == PY_READ_BLOCK && gil_wait(cfg))
 		flags |= PY_GIL;
+	if (reason == PY_READ_PREEMPT && now - th->woke_ns <= PY_WOKE_NS)
+		flags |= PY_WOKE;
 	rec->type = REC_PY_STACK;
 	rec->reason = reason;
 	rec->pid = tgid;
@@ -462,6 +465,18 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	if (ns)
 		__sync_fetch_and_add(ns, took);
 	return ts;
+}
+
+__hidden void py_woke(__u64 now)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct py_thread *th;
+
+	if (!py_active || !bpf_map_lookup_elem(&py_procs, &tgid))
+		return;
+	th = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), 0, 0);
+	if (th)
+		th->woke_ns = now;
 }
 
 /* The thread leaving the CPU is still current here: its stack is exact until it runs again. */

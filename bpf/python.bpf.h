@@ -14,4 +14,8 @@ extern volatile __u32 py_active;
  * time of the read, or 0 when nothing was read. */
 __u64 py_read(__u64 ts, __u32 reason);
 
+/* The current thread woke another at now (sched_waking, not from an interrupt): its next
+ * preemption may be that waking's (PY_WOKE). */
+void py_woke(__u64 now);
+
 #endif

@@ -2,6 +2,7 @@
 /* The scheduler's view of the traced threads: switches, wake-ups, and thread life (new, exit,
  * rename, exec). Filtered by tgid in the kernel. */
 #include "tracer.bpf.h"
+#include "python.bpf.h"
 
 /* Two loads through the task's BTF pointer: a helper call per name would cost each switch and
  * wake-up more than the rest of its record. The kernel keeps comm NUL-terminated. */
@@ -269,6 +270,8 @@ static __always_inline void fill_wake(struct wake_info *w, struct task_struct *p
 		     : NULL;
 	w->waker_depth = st ? st->depth : 0;
 	copy_comm(w->waker_comm, waker);
+	if (waking && !w->irq)
+		py_woke(w->ts);
 }
 
 static __always_inline int wakeup(struct task_struct *p, __u32 kind)

@@ -124,8 +124,10 @@ def test_python_stage_functions(tmp, python=PYTHON, minor=11, root=None):
         merge = back_to_back(logged)
         assert len(logged) - merge - 2 <= len(traced) <= len(logged) + 2, \
             (func, len(traced), len(logged), merge)
-        # edges are exact at switches and within a tick (1 ms) elsewhere
-        assert abs(traced_ns - logged_ns) <= 0.10 * logged_ns, (func, traced_ns, logged_ns)
+        # totals within 5% (issue 27): edges are exact at switches and within a tick (1 ms)
+        # elsewhere, and decode_batch's end, preempted by the writer it wakes as it puts its
+        # result, is placed at that preemption (not midway to the tick before: 5.6-8.8% short)
+        assert abs(traced_ns - logged_ns) <= 0.05 * logged_ns, (func, traced_ns, logged_ns)
     # a queue's get blocks taking a lock in Condition.wait: the native span names that caller
     # (co_name "wait" before 3.11) and the line of its call, read from the version's own line
     # table (co_lnotab, 3.10's co_linetable, the location table)

@@ -436,6 +436,31 @@ static void test_lost_switch_in(void)
 	py_spans__free(s);
 }
 
+/* A preemption right after the thread woke another (PY_WOKE: a stage put its result on a queue
+ * and the consumer it woke took the CPU): what ended, ended there, as at a block; a preemption
+ * with no waking says nothing of when, and the change stays midway. */
+static void test_preempted_after_waking(void)
+{
+	struct py_stack_rec r = { .type = REC_PY_STACK, .reason = PY_READ_PREEMPT, .pid = 1,
+				  .tid = 7, .depth = 2, .flags = PY_WOKE };
+	struct py_spans *s = py_spans__new(&ops, NULL);
+	const struct got_span *g;
+
+	nspans = 0;
+	/* main -> decode read by the tick at 1000; at 1900 main is in put, preempted as it woke */
+	read_stack(s, 7, 1000, TICK, 2, (uint64_t[]){ 1, 10, 2, 5 });
+	r.frames[1] = (struct py_frame){ .code = 1, .instr = 12 };
+	r.frames[0] = (struct py_frame){ .code = 3, .instr = 5 };
+	r.ts = 1900;
+	py_spans__on_read(s, &r, offsetof(struct py_stack_rec, frames) + 2 * sizeof(r.frames[0]));
+	CHECK((g = find(2, 0)) && g->start == 1000 && g->end == 1900);
+	/* put returned, decode runs again, preempted at 2900 by no waking of its own: midway */
+	read_stack(s, 7, 2000, TICK, 2, (uint64_t[]){ 1, 14, 2, 5 });
+	read_stack(s, 7, 2900, PY_READ_PREEMPT, 2, (uint64_t[]){ 1, 16, 3, 5 });
+	CHECK((g = find(2, 1)) && g->end == 2450);
+	py_spans__free(s);
+}
+
 static void test_truncated_read(void)
 {
 	struct py_spans *s = py_spans__new(&ops, NULL);
@@ -717,6 +742,7 @@ int main(void)
 	RUN(test_interpreter_waits);
 	RUN(test_gil_waits);
 	RUN(test_lost_switch_in);
+	RUN(test_preempted_after_waking);
 	RUN(test_truncated_read);
 	RUN(test_offsets);
 	RUN(test_lnotab);
