@@ -5,8 +5,11 @@
  * Whatever tracer costs beyond this is tracer's own. Closing the per-function links, it sets
  * /sys/kernel/rcu_expedited meanwhile, as tracer does (record/expedite.c).
  *
- * Usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k]
+ * Usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k] [-t]
  *   -x OBJECT  the ELF file the functions are in (default /proc/PID/exe)
+ *   -t         every function on one event of tracefs's uprobe_events a direction (a multi-probe
+ *              event, kernel 5.5+), one perf tracepoint event and link each: the route a
+ *              fallback without uprobe_multi could take to close two links, not two a function
  *   -e         entry probes only
  *   -c         count hits (turns on the kernel's BPF run-time statistics, which cost a little)
  *   -k         programs that read the clock once each: the least any span costs
@@ -20,16 +23,90 @@
 
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <linux/bpf.h>
+#include <linux/perf_event.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#define TRACEFS "/sys/kernel/tracing"
+
+/* One line to tracefs's uprobe_events (each write is parsed as a command of its own). */
+static int uprobe_events(const char *line)
+{
+	int fd = open(TRACEFS "/uprobe_events", O_WRONLY | O_APPEND | O_CLOEXEC), err = 0;
+
+	if (fd < 0 && errno == ENOENT && !mount("nodev", TRACEFS, "tracefs", 0, NULL))
+		fd = open(TRACEFS "/uprobe_events", O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, line, strlen(line)) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* -t: the functions as one event (entries "enter", returns "exit") of group floor_PID, opened
+ * for pid as a perf tracepoint event with the empty program linked: its two fds in fds. */
+static int tracefs_attach(const struct empty_probes *e, const char *path, const uint64_t *offsets,
+			  size_t cnt, int pid, bool ret, int fds[2])
+{
+	const char *ev = ret ? "exit" : "enter";
+	struct perf_event_attr attr;
+	char line[PATH_MAX + 128], id[32];
+	int fd, n, err;
+
+	for (size_t i = 0; i < cnt; i++) {
+		snprintf(line, sizeof(line), "%c:floor_%d/%s %s:%#llx\n", ret ? 'r' : 'p', getpid(), ev,
+			 path, (unsigned long long)offsets[i]);
+		err = uprobe_events(line);
+		if (err)
+			return err;
+	}
+	snprintf(line, sizeof(line), TRACEFS "/events/floor_%d/%s/id", getpid(), ev);
+	fd = open(line, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, id, sizeof(id) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EINVAL;
+	id[n] = 0;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_TRACEPOINT;
+	attr.config = strtoull(id, NULL, 10);
+	attr.sample_period = 1;
+	attr.wakeup_events = 1;
+	fds[0] = syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fds[0] < 0)
+		return -errno;
+	fds[1] = bpf_link_create(e->prog_fd[ret], fds[0], BPF_PERF_EVENT, NULL);
+	return fds[1] < 0 ? -errno : 0;
+}
+
+/* Closes the links, then takes the events out of uprobe_events. */
+static void tracefs_detach(int fds[4])
+{
+	char line[64];
+
+	for (int i = 0; i < 4; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	for (int ret = 1; ret >= 0; ret--) {
+		snprintf(line, sizeof(line), "-:floor_%d/%s\n", getpid(), ret ? "exit" : "enter");
+		uprobe_events(line);
+	}
+}
 
 static int resolve(const char *path, char *list, uint64_t **offsets, size_t *cnt)
 {
@@ -61,7 +138,9 @@ int main(int argc, char **argv)
 {
 	char exe[64], *funcs = NULL;
 	const char *path = NULL;
-	bool entry_only = false, count = false, clock = false;
+	bool entry_only = false, count = false, clock = false, tracefs = false;
+	int tfds[4] = { -1, -1, -1, -1 };
+	char real[PATH_MAX];
 	struct empty_probes e = { .prog_fd = { -1, -1 } };
 	struct expedite x = { 0 };
 	uint64_t *offsets = NULL, runs[2] = { 0, 0 }, ns;
@@ -70,7 +149,7 @@ int main(int argc, char **argv)
 	size_t cnt = 0;
 	sigset_t mask;
 
-	while ((opt = getopt(argc, argv, "p:f:x:eck")) != -1) {
+	while ((opt = getopt(argc, argv, "p:f:x:eckt")) != -1) {
 		switch (opt) {
 		case 'p':
 			pid = atoi(optarg);
@@ -90,13 +169,16 @@ int main(int argc, char **argv)
 		case 'k':
 			clock = true;
 			break;
+		case 't':
+			tracefs = true;
+			break;
 		default:
-			fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k]\n");
+			fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k] [-t]\n");
 			return 2;
 		}
 	}
 	if (pid <= 0 || !funcs) {
-		fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k]\n");
+		fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k] [-t]\n");
 		return 2;
 	}
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
@@ -117,22 +199,32 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	err = clock ? empty_probes__open_clock(&e, attach__multi_supported())
-		    : empty_probes__open(&e, attach__multi_supported());
-	if (!err && !e.multi) /* as tracer: two descriptors a link */
+	/* uprobe_events wants the file's own path: /proc/PID/exe is a link to it */
+	if (tracefs && !realpath(path, real)) {
+		fprintf(stderr, "floor: cannot resolve %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	err = clock ? empty_probes__open_clock(&e, !tracefs && attach__multi_supported())
+		    : empty_probes__open(&e, !tracefs && attach__multi_supported());
+	if (!err && !e.multi && !tracefs) /* as tracer: two descriptors a link */
 		attach__enough_fds(4 * cnt);
 	if (!err && !entry_only)
-		err = empty_probes__attach(&e, path, offsets, cnt, pid, true);
+		err = tracefs ? tracefs_attach(&e, real, offsets, cnt, pid, true, tfds)
+			      : empty_probes__attach(&e, path, offsets, cnt, pid, true);
 	if (!err)
-		err = empty_probes__attach(&e, path, offsets, cnt, pid, false);
+		err = tracefs ? tracefs_attach(&e, real, offsets, cnt, pid, false, tfds + 2)
+			      : empty_probes__attach(&e, path, offsets, cnt, pid, false);
 	if (err) {
 		fprintf(stderr, "floor: cannot attach to %s in pid %d: %s\n", path, pid,
 			strerror(-err));
+		if (tracefs)
+			tracefs_detach(tfds);
 		empty_probes__close(&e);
 		return 1;
 	}
 	fprintf(stderr, "floor: attached %zu probes (%s); recording\n", cnt,
-		e.multi ? "uprobe_multi" : "uprobe per function");
+		tracefs ? "one tracefs event a direction" : e.multi ? "uprobe_multi"
+								    : "uprobe per function");
 	pfd[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
 	while (poll(pfd, 2, -1) < 0 && errno == EINTR)
@@ -144,8 +236,10 @@ int main(int argc, char **argv)
 		       (unsigned long long)runs[1]);
 		close(stats_fd);
 	}
-	if (!e.multi) /* closed the way tracer closes them (attach__detach) */
+	if (!e.multi && !tracefs) /* closed the way tracer closes them (attach__detach) */
 		expedite__begin(&x, "floor");
+	if (tracefs)
+		tracefs_detach(tfds);
 	empty_probes__close(&e);
 	expedite__end(&x);
 	free(offsets);

@@ -419,7 +419,7 @@ submit:
 
 __hidden __u64 py_read(__u64 ts, __u32 reason)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS, pe;
 	const struct py_proc_cfg *cfg;
 	struct span_stack *st;
 	struct py_thread *th;
@@ -453,6 +453,9 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	else if (st && st->depth > 0 && st->depth <= MAX_FRAMES &&
 	    (st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].flags & PROBE_PY_WAIT))
 		ts = st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].start_ns;
+	else if (py_entering_tid[pe = py_entering_here()] == (__u32)bpf_get_current_pid_tgid() &&
+		 *(volatile __u64 *)&py_entering_ns[pe])
+		ts = *(volatile __u64 *)&py_entering_ns[pe];
 	read_stack(ts, at, reason, cfg, tgid, th);
 	th->busy = 0;
 	/* what reading cost the thread, from the caller's clock reading to now */

@@ -37,6 +37,9 @@ static __always_inline bool traced_process(bool entry)
  * recorded (the calls still open are read from task storage). */
 volatile __u32 phase = PHASE_ATTACHING;
 
+__u64 py_entering_ns[PY_ENTERING_CPUS]; /* tracer.bpf.h */
+__u32 py_entering_tid[PY_ENTERING_CPUS];
+
 /* Frame flags besides the probe's: pushed through a link with COOKIE_ODD_LINK; returned (the
  * slot above the top keeps the frame last popped). */
 #define FRAME_ODD_LINK (1u << 30)
@@ -168,11 +171,16 @@ int BPF_KPROBE(span_enter)
 	cfg = bpf_map_lookup_elem(&probe_cfgs, &id);
 	if (!cfg || (cfg->flags & PROBE_SHED))
 		return 0;
+	/* (the slot and tid are read again at the end, not kept: 6.1's stack limit) */
+	if (cfg->flags & PROBE_PY_WAIT) {
+		py_entering_tid[py_entering_here()] = (__u32)bpf_get_current_pid_tgid();
+		*(volatile __u64 *)&py_entering_ns[py_entering_here()] = now;
+	}
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		count(CNT_NO_STORAGE);
-		return 0;
+		goto out;
 	}
 	if (!st->tid) {
 		__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -223,7 +231,11 @@ int BPF_KPROBE(span_enter)
 	st->depth = d + 1;
 out:
 	asm volatile("" ::: "memory"); /* the frame is in place before reads resume */
-	*(volatile __u64 *)&st->entering_ns = 0;
+	if (st)
+		*(volatile __u64 *)&st->entering_ns = 0;
+	if (cfg->flags & PROBE_PY_WAIT &&
+	    py_entering_tid[py_entering_here()] == (__u32)bpf_get_current_pid_tgid())
+		*(volatile __u64 *)&py_entering_ns[py_entering_here()] = 0;
 	return 0;
 }
 

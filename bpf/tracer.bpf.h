@@ -76,6 +76,25 @@ struct {
 	__type(value, struct span_stack);
 } stacks __weak SEC(".maps");
 
+/* A wait inside the interpreter being entered on this CPU by thread tid, at ns: a tick's read of
+ * that thread meanwhile is stamped with ns. span_stack.entering_ns says the same once the
+ * thread's stack exists; this covers the thread's first span, while its task storage is made
+ * (a new thread's first lock wait: a tick 34 us into it read the stack, unstamped, and the
+ * Python frames new in that read started inside the wait). Per CPU: uprobe programs do not
+ * migrate, and one preempted here by another's entry loses only this stamp. An array indexed
+ * by CPU (CPUs past its end share slots, told apart by tid), not a per-CPU map: its lookup's
+ * key on the stack took span_enter's calls past 6.1's 512 bytes of stack. */
+#define PY_ENTERING_CPUS 1024
+
+extern __u64 py_entering_ns[PY_ENTERING_CPUS];
+extern __u32 py_entering_tid[PY_ENTERING_CPUS];
+
+/* This CPU's slot of those. */
+static __always_inline __u32 py_entering_here(void)
+{
+	return bpf_get_smp_processor_id() & (PY_ENTERING_CPUS - 1);
+}
+
 /* Atomic although per-CPU: a uprobe program may be preempted between the load and the store
  * of `*v += 1`, and another program run on the same CPU meanwhile would be lost. The budget
  * (record/budget.c) and the summary add these up. */

@@ -152,7 +152,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/shm /dev/pts && mount -t tmpfs tmpfs /dev/shm
-mount -t tmpfs tmpfs /tmp
+# (not over a tree checked out under /tmp: the root's own /tmp is writable too)
+case "$ROOT" in /tmp/*) ;; *) mount -t tmpfs tmpfs /tmp ;; esac
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t bpf bpf /sys/fs/bpf

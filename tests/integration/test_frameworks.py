@@ -192,7 +192,8 @@ def test_pytorch_pack_with_dataloader_workers(tmp):
     rc, err = finish_tracer(tr)
     assert rc == 0, err
     trace, text = load_trace(out)
-    assert check_format(trace, text) == []
+    bad = check_format(trace, text)
+    assert bad == [], bad[:3]
     ev = spans(trace)
     convs = [e for e in ev if e["name"] == "aten::conv2d"]
     main = int(ready[1])

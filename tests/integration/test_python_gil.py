@@ -123,6 +123,9 @@ def gil_bound_on(minor):
 
 
 test_gil_bound_by_default_3_8 = gil_bound_on(8)    # the GIL in _PyRuntime
+test_gil_bound_by_default_3_9 = gil_bound_on(9)
+test_gil_bound_by_default_3_10 = gil_bound_on(10)
+test_gil_bound_by_default_3_11 = gil_bound_on(11)  # pyenv's: in libpython3.11.so
 test_gil_bound_by_default_3_12 = gil_bound_on(12)  # pointed to by the interpreter
 test_gil_bound_by_default_3_13 = gil_bound_on(13)  # its place from _Py_DebugOffsets
 
