@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: MIT
 /* The floor of the benchmarks: EMPTY BPF programs on a uprobe and a uretprobe of each function,
  * attached the way tracer attaches (one uprobe_multi link per direction, returns first; one
- * perf-event uprobe per function with TRACER_NO_UPROBE_MULTI=1 or on kernels without it).
+ * perf-event uprobe per function with TRACER_NO_UPROBE_MULTI=1 or on kernels without it; -t:
+ * tracer's tracefs events).
  * Whatever tracer costs beyond this is tracer's own. Closing the per-function links, it sets
  * /sys/kernel/rcu_expedited meanwhile, as tracer does (record/expedite.c).
  *
  * Usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k] [-t]
  *   -x OBJECT  the ELF file the functions are in (default /proc/PID/exe)
  *   -t         every function on one event of tracefs's uprobe_events a direction (a multi-probe
- *              event, kernel 5.5+), one perf tracepoint event and link each: the route a
- *              fallback without uprobe_multi could take to close two links, not two a function
+ *              event, kernel 5.5+), one perf tracepoint event and link each, as tracer does
+ *              without uprobe_multi (record/probe_events.c)
  *   -e         entry probes only
  *   -c         count hits (turns on the kernel's BPF run-time statistics, which cost a little)
  *   -k         programs that read the clock once each: the least any span costs
@@ -19,6 +20,7 @@
 #include "record/expedite.h"
 #include "elf/elf_syms.h"
 #include "record/overhead.h"
+#include "record/probe_events.h"
 #include "util/util.h"
 
 #include <bpf/bpf.h>
@@ -27,85 +29,31 @@
 #include <getopt.h>
 #include <limits.h>
 #include <linux/bpf.h>
-#include <linux/perf_event.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define TRACEFS "/sys/kernel/tracing"
-
-/* One line to tracefs's uprobe_events (each write is parsed as a command of its own). */
-static int uprobe_events(const char *line)
-{
-	int fd = open(TRACEFS "/uprobe_events", O_WRONLY | O_APPEND | O_CLOEXEC), err = 0;
-
-	if (fd < 0 && errno == ENOENT && !mount("nodev", TRACEFS, "tracefs", 0, NULL))
-		fd = open(TRACEFS "/uprobe_events", O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, line, strlen(line)) < 0)
-		err = -errno;
-	close(fd);
-	return err;
-}
-
-/* -t: the functions as one event (entries "enter", returns "exit") of group floor_PID, opened
- * for pid as a perf tracepoint event with the empty program linked: its two fds in fds. */
+/* -t: the functions as one tracefs event a direction (record/probe_events.c, as tracer without
+ * uprobe_multi), returns first: ev[1] and ev[0]. */
 static int tracefs_attach(const struct empty_probes *e, const char *path, const uint64_t *offsets,
-			  size_t cnt, int pid, bool ret, int fds[2])
+			  size_t cnt, int pid, bool ret, struct probe_event *ev)
 {
-	const char *ev = ret ? "exit" : "enter";
-	struct perf_event_attr attr;
-	char line[PATH_MAX + 128], id[32];
-	int fd, n, err;
-
-	for (size_t i = 0; i < cnt; i++) {
-		snprintf(line, sizeof(line), "%c:floor_%d/%s %s:%#llx\n", ret ? 'r' : 'p', getpid(), ev,
-			 path, (unsigned long long)offsets[i]);
-		err = uprobe_events(line);
-		if (err)
-			return err;
-	}
-	snprintf(line, sizeof(line), TRACEFS "/events/floor_%d/%s/id", getpid(), ev);
-	fd = open(line, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, id, sizeof(id) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EINVAL;
-	id[n] = 0;
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_TRACEPOINT;
-	attr.config = strtoull(id, NULL, 10);
-	attr.sample_period = 1;
-	attr.wakeup_events = 1;
-	fds[0] = syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fds[0] < 0)
-		return -errno;
-	fds[1] = bpf_link_create(e->prog_fd[ret], fds[0], BPF_PERF_EVENT, NULL);
-	return fds[1] < 0 ? -errno : 0;
+	if (!probe_events__supported())
+		return -ENOENT;
+	return probe_events__open(ev, e->prog_fd[ret], -1, path, offsets, NULL, offsets, cnt, pid,
+				  ret, 0);
 }
 
-/* Closes the links, then takes the events out of uprobe_events. */
-static void tracefs_detach(int fds[4])
+static void tracefs_detach(struct probe_event ev[2])
 {
-	char line[64];
-
-	for (int i = 0; i < 4; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	for (int ret = 1; ret >= 0; ret--) {
-		snprintf(line, sizeof(line), "-:floor_%d/%s\n", getpid(), ret ? "exit" : "enter");
-		uprobe_events(line);
-	}
+	for (int ret = 1; ret >= 0; ret--)
+		if (ev[ret].link_fd >= 0)
+			probe_events__close(&ev[ret]);
 }
 
 static int resolve(const char *path, char *list, uint64_t **offsets, size_t *cnt)
@@ -139,7 +87,7 @@ int main(int argc, char **argv)
 	char exe[64], *funcs = NULL;
 	const char *path = NULL;
 	bool entry_only = false, count = false, clock = false, tracefs = false;
-	int tfds[4] = { -1, -1, -1, -1 };
+	struct probe_event tev[2] = { { .link_fd = -1 }, { .link_fd = -1 } };
 	char real[PATH_MAX];
 	struct empty_probes e = { .prog_fd = { -1, -1 } };
 	struct expedite x = { 0 };
@@ -209,16 +157,16 @@ int main(int argc, char **argv)
 	if (!err && !e.multi && !tracefs) /* as tracer: two descriptors a link */
 		attach__enough_fds(4 * cnt);
 	if (!err && !entry_only)
-		err = tracefs ? tracefs_attach(&e, real, offsets, cnt, pid, true, tfds)
+		err = tracefs ? tracefs_attach(&e, real, offsets, cnt, pid, true, &tev[1])
 			      : empty_probes__attach(&e, path, offsets, cnt, pid, true);
 	if (!err)
-		err = tracefs ? tracefs_attach(&e, real, offsets, cnt, pid, false, tfds + 2)
+		err = tracefs ? tracefs_attach(&e, real, offsets, cnt, pid, false, &tev[0])
 			      : empty_probes__attach(&e, path, offsets, cnt, pid, false);
 	if (err) {
 		fprintf(stderr, "floor: cannot attach to %s in pid %d: %s\n", path, pid,
 			strerror(-err));
 		if (tracefs)
-			tracefs_detach(tfds);
+			tracefs_detach(tev);
 		empty_probes__close(&e);
 		return 1;
 	}
@@ -239,7 +187,7 @@ int main(int argc, char **argv)
 	if (!e.multi && !tracefs) /* closed the way tracer closes them (attach__detach) */
 		expedite__begin(&x, "floor");
 	if (tracefs)
-		tracefs_detach(tfds);
+		tracefs_detach(tev);
 	empty_probes__close(&e);
 	expedite__end(&x);
 	free(offsets);

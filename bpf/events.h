@@ -57,6 +57,18 @@ enum probe_flags {
 /* A link's BPF cookie is the probe id, with this bit on the links made to replace others when
  * probes are shed (record/attach.c): until the old link goes, a hit runs both programs. */
 #define COOKIE_ODD_LINK (1ull << 32)
+/* The link of a tracefs uprobe event (record/probe_events.c) serves many functions with one
+ * cookie: this bit, and COOKIE_ODD_LINK as above. The probe id is found by the probe that fired:
+ * its event and file offset, in probe_sites. */
+#define COOKIE_BY_SITE (1ull << 33)
+
+/* A probed instruction of a tracefs event: the event's tracepoint id (an event serves one site
+ * and program) and the instruction's file offset. The value in probe_sites is its probe id. */
+struct site_key {
+	__u32 event;
+	__u32 _pad;
+	__u64 offset;
+};
 
 enum usdt_arg_kind_bpf {
 	USDT_BPF_CONST,
@@ -258,6 +270,7 @@ enum counter {
 	CNT_EXCEPTION_SPANS, /* spans a C++ exception ended (SPAN_EXCEPTION) */
 	/* filled by BPF: */
 	CNT_TARGETS_FULL,    /* a process to trace found the targets map full: not traced */
+	CNT_UNKNOWN_SITES,   /* hits of a tracefs event whose probe id was not found (not recorded) */
 	CNT_MAX,
 };
 

@@ -40,6 +40,43 @@ volatile __u32 phase = PHASE_ATTACHING;
 __u64 py_entering_ns[PY_ENTERING_CPUS]; /* tracer.bpf.h */
 __u32 py_entering_tid[PY_ENTERING_CPUS];
 
+/* The probe ids of the tracefs events' sites (COOKIE_BY_SITE), written by userspace as it makes
+ * each event; sized by it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, struct site_key);
+	__type(value, __u32);
+} probe_sites SEC(".maps");
+
+/* The link's cookie, with the probe id of this hit where the link is a tracefs event's. The
+ * kernel's dispatcher of uprobe events runs the event's programs with current->utask->vaddr
+ * pointing at the probe that fired (uprobe_dispatch_data: its trace_uprobe), which holds the
+ * offset probed and its event: no lock taken, nothing guessed. Not inlined: its stack is not in
+ * the Python reads' chain. */
+static __noinline __u64 site_cookie(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct uprobe_dispatch_data *udd;
+	struct site_key key = {};
+	struct trace_uprobe *tu;
+	__u32 *id;
+
+	if (!(cookie & COOKIE_BY_SITE))
+		return cookie;
+	cookie &= COOKIE_ODD_LINK;
+	udd = (void *)BPF_CORE_READ(bpf_get_current_task_btf(), utask, vaddr);
+	tu = BPF_CORE_READ(udd, tu);
+	key.offset = BPF_CORE_READ(tu, offset);
+	key.event = BPF_CORE_READ(tu, tp.event, call.event.type);
+	id = bpf_map_lookup_elem(&probe_sites, &key);
+	if (id)
+		return cookie | *id;
+	count(CNT_UNKNOWN_SITES);
+	return cookie | 0xffffffffull; /* no probe: probe_cfgs has no such id */
+}
+
 /* Frame flags besides the probe's: pushed through a link with COOKIE_ODD_LINK; returned (the
  * slot above the top keeps the frame last popped). */
 #define FRAME_ODD_LINK (1u << 30)
@@ -65,14 +102,15 @@ static __always_inline bool second_entry(const struct span_stack *st, __u64 sp, 
 }
 
 /* ... and the second return of such a hit finds the frame the first popped (sp 0: any). */
-static __always_inline bool second_return(const struct span_stack *st, __u64 sp, __u32 id)
+static __always_inline bool second_return(const struct span_stack *st, __u64 sp, __u64 cookie)
 {
 	const struct frame *f;
 
 	if (!st || st->depth >= MAX_FRAMES)
 		return false;
 	f = &st->frames[st->depth & (MAX_FRAMES - 1)];
-	return f->probe_id == id && (f->flags & FRAME_RETURNED) && (!sp || f->sp == sp);
+	return (f->probe_id == (__u32)cookie || (cookie & COOKIE_BY_SITE)) &&
+	       (f->flags & FRAME_RETURNED) && (!sp || f->sp == sp);
 }
 
 /* The innermost frame was entered at this same stack pointer and has not returned: either this
@@ -157,10 +195,9 @@ static __always_inline void capture_entry(struct pt_regs *ctx, const struct prob
 SEC("uprobe")
 int BPF_KPROBE(span_enter)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u64 sp = PT_REGS_SP(ctx);
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 id = cookie;
+	__u64 cookie, now;
+	__u32 id;
 	const struct probe_cfg *cfg;
 	struct span_stack *st;
 	struct frame *f;
@@ -168,6 +205,11 @@ int BPF_KPROBE(span_enter)
 
 	if (phase >= PHASE_DETACHING || !traced_process(true))
 		return 0;
+	cookie = site_cookie(ctx);
+	/* after the lookup: a wait's start, and the stamp of the reads from it on (below), come
+	 * with nothing between them */
+	now = bpf_ktime_get_ns();
+	id = cookie;
 	cfg = bpf_map_lookup_elem(&probe_cfgs, &id);
 	if (!cfg || (cfg->flags & PROBE_SHED))
 		return 0;
@@ -248,8 +290,9 @@ static __always_inline bool shed_probe(__u32 id)
 }
 
 /* A call of the innermost frame ends: entered at stack pointer entry_sp, by the probe whose id
- * is this link's cookie. */
-static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 now)
+ * is the cookie's; any probe's when it is a return of a tracefs event (COOKIE_BY_SITE: a return
+ * address says nothing of the function), the stack pointer alone then telling the call. */
+static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 now, __u64 cookie)
 {
 	struct span_stack *st;
 	struct frame *f;
@@ -268,7 +311,7 @@ static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 n
 		goto unmatched;
 	top = (top - 1) & (MAX_FRAMES - 1);
 	f = &st->frames[top];
-	if (f->sp != entry_sp || f->probe_id != (__u32)bpf_get_attach_cookie(ctx))
+	if (f->sp != entry_sp || (f->probe_id != (__u32)cookie && !(cookie & COOKIE_BY_SITE)))
 		goto unmatched;
 	if (f->flags & PROBE_RET)
 		f->cap.ret = PT_REGS_RC(ctx);
@@ -287,8 +330,8 @@ static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 n
 	st->depth = top;
 	return 0;
 unmatched:
-	if (phase == PHASE_RECORDING && !shed_probe(bpf_get_attach_cookie(ctx)) &&
-	    !second_return(st, entry_sp, bpf_get_attach_cookie(ctx)))
+	if (phase == PHASE_RECORDING && ((cookie & COOKIE_BY_SITE) || !shed_probe(cookie)) &&
+	    !second_return(st, entry_sp, cookie))
 		count(CNT_UNMATCHED_RETS);
 	return 0;
 }
@@ -299,7 +342,7 @@ int BPF_KRETPROBE(span_exit)
 	__u64 now = bpf_ktime_get_ns();
 
 	/* After `ret` the stack pointer is 8 above where it was at entry. */
-	return end_call(ctx, PT_REGS_SP(ctx) - 8, now);
+	return end_call(ctx, PT_REGS_SP(ctx) - 8, now, bpf_get_attach_cookie(ctx));
 }
 
 /* On a function's own `ret` or tail jump (probe/resolve.h: exits), where C++ exceptions unwind
@@ -311,7 +354,10 @@ int BPF_KPROBE(span_exit_at)
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	return end_call(ctx, PT_REGS_SP(ctx), now);
+	/* (a tracefs event's exit, too, takes the frame entered at this stack pointer: what
+	 * site_cookie would add is not worth the verifier's time, the rest of end_call checked
+	 * again for each of its returns) */
+	return end_call(ctx, PT_REGS_SP(ctx), now, bpf_get_attach_cookie(ctx));
 }
 
 /* A C++ exception's way (record/exception_hooks.h): thrown (the cookie is EXC_THROW: the
@@ -341,10 +387,12 @@ int BPF_KPROBE(usdt_end)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct span_stack *st;
+	__u64 cookie;
 	__u32 top;
 
 	if (phase == PHASE_DETACHING || !traced_process(false))
 		return 0;
+	cookie = site_cookie(ctx);
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st)
 		goto unmatched;
@@ -352,14 +400,14 @@ int BPF_KPROBE(usdt_end)
 	if (top == 0 || top > MAX_FRAMES)
 		goto unmatched;
 	top = (top - 1) & (MAX_FRAMES - 1);
-	if (st->frames[top].probe_id != (__u32)bpf_get_attach_cookie(ctx))
+	if (st->frames[top].probe_id != (__u32)cookie)
 		goto unmatched;
 	emit_span(st, top, now, 0);
 	st->frames[top].flags |= FRAME_RETURNED;
 	st->depth = top;
 	return 0;
 unmatched:
-	if (phase == PHASE_RECORDING && !second_return(st, 0, bpf_get_attach_cookie(ctx)))
+	if (phase == PHASE_RECORDING && !second_return(st, 0, cookie))
 		count(CNT_UNMATCHED_RETS);
 	return 0;
 }

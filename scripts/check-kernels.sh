@@ -30,7 +30,8 @@ test_record:test_open_calls_of_threads_read_without_pidfd_thread
 test_record:test_task_iterator_loaded_only_without_pidfd_thread
 test_launch:test_launch_records_every_call test_launch:test_uprobe_multi_pid_filter_checked
 test_python:test_python_launch_mode
-test_python:test_python_follow_forked_workers"}
+test_python:test_python_follow_forked_workers
+test_faults:test_sigkill_uprobe_events_unprobed_then_removed"}
 # (not test_python_stage_functions: its target runs 5 s, less than tracer takes to load emulated)
 
 for t in "$OUTPUT/tracer" "$OUTPUT/targets/pipeline"; do

@@ -1,7 +1,7 @@
-"""Detaching the per-function fallback (one perf-event uprobe per function): each close waits
-for grace periods, one close after another (userspace/record/expedite.c), so tracer sets
-/sys/kernel/rcu_expedited to 1 while it closes them and puts the old value back after. The
-time it takes is row 4c of make bench."""
+"""Detaching the per-function fallback (one perf-event uprobe per function, where tracefs's
+uprobe events cannot be used): each close waits for grace periods, one close after another
+(userspace/record/expedite.c), so tracer sets /sys/kernel/rcu_expedited to 1 while it closes them
+and puts the old value back after. The time it takes is row 4c of make bench."""
 import os
 import resource
 import signal
@@ -14,7 +14,7 @@ import lib
 from lib import finish_tracer, sigusr1, start_pipeline, start_tracer
 
 KNOB = "/sys/kernel/rcu_expedited"
-FALLBACK = {"TRACER_NO_UPROBE_MULTI": "1"}
+FALLBACK = {"TRACER_NO_UPROBE_MULTI": "1", "TRACER_NO_UPROBE_EVENTS": "1"}
 
 
 def knob():

@@ -157,18 +157,19 @@ def check_pipeline_log_complete(gt):
     assert dict(got) == want, (dict(got), want)
 
 
-def uprobe_event_lines():
-    """Lines of tracefs's uprobe_events (mounting tracefs for the look if it is not)."""
+def uprobe_event_lines(name="uprobe_events"):
+    """Lines of tracefs's uprobe_events, or of another of its files (mounting tracefs for the
+    look if it is not)."""
     with open("/proc/mounts") as f:
         mounts = [l.split()[1] for l in f if l.split()[2] == "tracefs"]
     if mounts:
-        with open(os.path.join(mounts[0], "uprobe_events")) as f:
+        with open(os.path.join(mounts[0], name)) as f:
             return f.read().splitlines()
     mnt = f"/tmp/tracer-faults-tracefs-{os.getpid()}"
     os.makedirs(mnt, exist_ok=True)
     subprocess.run(["mount", "-t", "tracefs", "nodev", mnt], check=True)
     try:
-        with open(os.path.join(mnt, "uprobe_events")) as f:
+        with open(os.path.join(mnt, name)) as f:
             return f.read().splitlines()
     finally:
         subprocess.run(["umount", mnt], check=True)
@@ -251,6 +252,50 @@ def test_sigkill_target_unharmed_nothing_left(tmp):
     have = collections.Counter(canon(e) for e in trace["traceEvents"])
     missing = collections.Counter(canon(e) for e in kept) - have
     assert not missing, f"{sum(missing.values())} complete events lost by repair"
+
+
+def test_sigkill_uprobe_events_unprobed_then_removed(tmp):
+    """Without uprobe_multi (kernels before 6.6; forced here) tracer's probes are tracefs uprobe
+    events. SIGKILL closes their perf events, so the kernel unprobes the target (the events' hit
+    counts stop while it runs on), but their definitions stay in uprobe_events: the next tracer
+    removes them as it starts, and its own are gone when it exits."""
+    env = {"TRACER_NO_UPROBE_MULTI": "1"}
+
+    def group_lines(tr):
+        return [l for l in uprobe_event_lines() if f":tracer_{tr.pid}/" in l]
+
+    def hits():  # "  FILE EVENT HITS" a probe, the events of every group
+        return sum(int(l.split()[-1]) for l in uprobe_event_lines("uprobe_profile")
+                   if re.match(r"\s*\S+ e\d+ ", l))
+
+    pl, pid = start_pipeline("--forever", "--bottleneck", "none")
+    sigusr1(pid)
+    try:
+        tr = start_tracer("-p", pid, "-P", pack(), "-o", os.path.join(tmp, "k.json"), env=env)
+        assert group_lines(tr), uprobe_event_lines()[:5]
+        h = hits()
+        time.sleep(0.3)
+        assert hits() > h, "the events' probes are not hit while tracer records"
+        tr.kill()
+        tr.wait()
+        assert wait_probes_gone(tr), "BPF programs or links left after SIGKILL"
+        assert group_lines(tr), "the killed tracer's events are gone already (nothing to test)"
+        h = hits()
+        time.sleep(0.3)
+        assert alive(pid) and hits() == h, "the target still hits the killed tracer's probes"
+        tr2 = start_tracer("-p", pid, "-P", pack(), "-o", os.path.join(tmp, "k2.json"), env=env)
+        assert not group_lines(tr), group_lines(tr)[:3]
+        assert group_lines(tr2)
+        tr2.send_signal(signal.SIGINT)
+        rc, err = lib.finish_tracer(tr2)
+        assert rc == 0, err
+        assert not group_lines(tr2), group_lines(tr2)[:3]
+        trace, _ = load_trace(os.path.join(tmp, "k2.json"))
+        assert trace["metadata"]["attach"] == "uprobe_events"
+        assert trace["metadata"]["counts"]["spans"] > 0
+    finally:
+        pl.kill()
+        pl.wait()
 
 
 # --- disk full --------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def test_spans_match_ground_truth(tmp, env=None, attach=None):
     trace, text, gt, err, pid = record_pipeline(tmp, "--frames", "60", env=env)
     assert check_format(trace, text) == []
     # uprobe_multi came in 6.6; before it, the per-function fallback
-    want = attach or ("uprobe_multi" if lib.kernel_at_least(6, 6) else "uprobe")
+    want = attach or ("uprobe_multi" if lib.kernel_at_least(6, 6) else "uprobe_events")
     assert trace["metadata"]["attach"] == want, (trace["metadata"]["attach"], want)
     assert trace["metadata"]["stop_reason"] == "target exited"
     # the pack names queue_pop "Wait on Input Queue", and run_operator's spans after the
@@ -54,7 +54,9 @@ def test_spans_match_ground_truth(tmp, env=None, attach=None):
         want[(tid, func)].append((start, end))
         if op:
             want[(tid, "op:" + op)].append((start, end))
-    assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in want.items()}
+    n_got, n_want = ({k: len(v) for k, v in d.items()} for d in (got, want))
+    assert n_got == n_want, ({k: (n_got.get(k), n_want.get(k)) for k in n_got.keys() | n_want.keys()
+                              if n_got.get(k) != n_want.get(k)}, trace["metadata"]["counts"])
     assert {k[1] for k in want if not k[1].startswith("op:")} == FUNCS
     assert {k[1] for k in want if k[1].startswith("op:")} == {"op:resize", "op:normalize", "op:infer"}
     # durations and start times against the pipeline's own clock readings
@@ -127,15 +129,23 @@ def test_wakeup_arrows_bind_to_slices(tmp):
     assert any(starts[i]["tid"] != ends[i]["tid"] for i in starts)
 
 
+def test_spans_match_ground_truth_uprobe_events(tmp):
+    """The fallback for kernels without uprobe_multi: a tracefs uprobe event a site and
+    direction, the probe ids found by address in BPF."""
+    test_spans_match_ground_truth(tmp, env={"TRACER_NO_UPROBE_MULTI": "1"},
+                                  attach="uprobe_events")
+
+
 def test_spans_match_ground_truth_perf_uprobes(tmp):
-    """The fallback for kernels without uprobe_multi: one perf-event uprobe per function."""
-    test_spans_match_ground_truth(tmp, env={"TRACER_NO_UPROBE_MULTI": "1"}, attach="uprobe")
+    """Where tracefs cannot be used: one perf-event uprobe per function."""
+    test_spans_match_ground_truth(tmp, env={"TRACER_NO_UPROBE_MULTI": "1",
+                                            "TRACER_NO_UPROBE_EVENTS": "1"}, attach="uprobe")
 
 
 def test_summary_counts_and_states(tmp):
     trace, _, gt, err, _ = record_pipeline(tmp, "--frames", "40", "--bottleneck", "decode")
     counts = trace["metadata"]["counts"]
-    assert counts["spans"] == len(gt["calls"])
+    assert counts["spans"] == len(gt["calls"]), (counts, len(gt["calls"]))
     assert counts["lost_spans"] == 0 and counts["unmatched_returns"] == 0
     lines = err.splitlines()
     row = next(l for l in lines if l.endswith("  decode_frame")).split()

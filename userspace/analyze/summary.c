@@ -419,6 +419,10 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 		fprintf(f, "\nLOST: %llu processes not traced: more traced processes alive at once "
 			   "than the kernel side holds (%d).\n",
 			(unsigned long long)c[CNT_TARGETS_FULL], MAX_TARGETS);
+	if (c[CNT_UNKNOWN_SITES])
+		fprintf(f, "\nLOST: %llu probe hits whose function was not found by its address "
+			   "(the tracefs events of kernels without uprobe_multi).\n",
+			(unsigned long long)c[CNT_UNKNOWN_SITES]);
 	if (c[CNT_SCHED_GAPS])
 		fprintf(f, "\nMissing switches: %llu times a thread was switched out (or in) twice "
 			   "in a row; its state between is unknown (marked on its track), not "

@@ -195,6 +195,11 @@ __attribute__((aligned(4096))) bool attach__multi_supported(void)
 	return ok;
 }
 
+const char *attach__kind(const struct attachment *a)
+{
+	return a->multi ? "uprobe_multi" : a->by_event ? "uprobe_events" : "uprobe";
+}
+
 void attach__set_programs(struct attachment *a, struct bpf_program *usdt_end,
 			  struct bpf_program *at_exit)
 {
@@ -227,7 +232,7 @@ static uint64_t *copy_u64(const uint64_t *v, size_t n)
 }
 
 static void keep_fd(struct attachment *a, int fd, bool ret, int pfd, const struct attach_site *s,
-		    size_t lo, size_t hi)
+		    size_t lo, size_t hi, const struct probe_event *ev)
 {
 	struct link_range *r;
 
@@ -242,8 +247,28 @@ static void keep_fd(struct attachment *a, int fd, bool ret, int pfd, const struc
 	r->cookies = copy_u64(s->cookies + lo, hi - lo);
 	r->ref_ctr_offsets = s->ref_ctr_offsets ? copy_u64(s->ref_ctr_offsets + lo, hi - lo) : NULL;
 	r->cnt = hi - lo;
+	r->ev = *ev;
 	a->link_fds[a->nfds] = fd;
 	a->link_is_return[a->nfds++] = ret;
+}
+
+/* One link for cnt offsets: a uprobe_multi link, or a tracefs event's (ev; its one cookie says
+ * that BPF finds each hit's probe id by the probe that fired, and whether the link replaces
+ * another: COOKIE_ODD_LINK of the cookies, all alike). The link fd, or -1 with errno set. */
+static int open_link(const struct attachment *a, int prog_fd, const char *path,
+		     const uint64_t *offsets, const uint64_t *ref_ctr_offsets,
+		     const uint64_t *cookies, size_t cnt, int pid, bool ret, struct probe_event *ev)
+{
+	int err;
+
+	memset(ev, 0, sizeof(*ev));
+	if (!a->by_event)
+		return attach__uprobe_multi_ref(prog_fd, path, offsets, ref_ctr_offsets, cookies,
+						cnt, pid, ret);
+	err = probe_events__open(ev, prog_fd, a->sites_map_fd, path, offsets, ref_ctr_offsets,
+				 cookies, cnt, pid, ret, COOKIE_BY_SITE | (cookies[0] & COOKIE_ODD_LINK));
+	errno = -err;
+	return err ? -1 : ev->link_fd;
 }
 
 /* Offsets [lo, hi) of s in one link; when the kernel refuses it, each half in its own, down to
@@ -252,13 +277,14 @@ static int attach_range(struct attachment *a, const struct attach_site *s, int p
 			size_t lo, size_t hi, char *err, size_t errlen)
 {
 	size_t mid = lo + (hi - lo) / 2;
+	struct probe_event ev;
 	int fd, e;
 
-	fd = attach__uprobe_multi_ref(pfd, s->path, s->offsets + lo,
-				      s->ref_ctr_offsets ? s->ref_ctr_offsets + lo : NULL,
-				      s->cookies + lo, hi - lo, s->pid, ret);
+	fd = open_link(a, pfd, s->path, s->offsets + lo,
+		       s->ref_ctr_offsets ? s->ref_ctr_offsets + lo : NULL, s->cookies + lo, hi - lo,
+		       s->pid, ret, &ev);
 	if (fd >= 0) {
-		keep_fd(a, fd, ret, pfd, s, lo, hi);
+		keep_fd(a, fd, ret, pfd, s, lo, hi, &ev);
 		return 0;
 	}
 	e = -errno;
@@ -389,9 +415,9 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
 	for (size_t i = 0; i < sites->cnt; i++)
 		added += sites->v[i].cnt;
 	a->nprobes += added;
-	if (!a->multi) /* the new entry and return links, two descriptors each */
+	if (!a->multi && !a->by_event) /* the new entry and return links, two descriptors each */
 		attach__enough_fds(4 * added);
-	if (a->multi) {
+	if (a->multi || a->by_event) {
 		ret = attach_multi(a, sites, bpf_program__fd(exit), true, err, errlen);
 		if (!ret)
 			ret = attach_multi(a, sites, bpf_program__fd(enter), false, err, errlen);
@@ -421,21 +447,37 @@ int attach__sites(struct attachment *a, const struct attach_sites *sites,
 /* Links closed so far, by any closing thread: the wait at the end goes on while it grows. */
 static _Atomic uint64_t links_closed;
 
-static void *close_fd(void *arg)
+/* What ends link i of link_fds: its fd, or its tracefs event. */
+struct link_end {
+	int fd;
+	struct probe_event ev;
+	bool later; /* an old return link replaced by a new one: kept a moment, for the calls
+		     * entered before the new one existed (their returns reach only the old one) */
+};
+
+static struct link_end link_end_of(const struct attachment *a, size_t i, bool later)
 {
-	close((int)(intptr_t)arg);
-	links_closed++;
-	return NULL;
+	return (struct link_end){ a->link_fds[i], a->ranges[i].ev, later };
 }
 
-/* An old return link replaced by a new one: kept a moment, for the calls entered before the new
- * one existed (their returns reach only the old one). */
-static void *close_fd_later(void *arg)
+static void end_link(struct link_end *e)
 {
 	const struct timespec grace = { 0, RETURN_GRACE_MS * 1000000L };
 
-	nanosleep(&grace, NULL);
-	return close_fd(arg);
+	if (e->later)
+		nanosleep(&grace, NULL);
+	if (e->ev.name[0])
+		probe_events__close(&e->ev);
+	else
+		close(e->fd);
+	links_closed++;
+}
+
+static void *end_link_thread(void *arg)
+{
+	end_link(arg);
+	free(arg);
+	return NULL;
 }
 
 static void *destroy_link(void *arg)
@@ -474,10 +516,15 @@ static void retire(struct attachment *a, void *(*close_it)(void *), void *arg)
 	pthread_attr_destroy(&attr);
 }
 
-static void retire_fd(struct attachment *a, int fd)
+static void retire_link(struct attachment *a, size_t i, bool later)
 {
-	if (fd >= 0)
-		retire(a, close_fd, (void *)(intptr_t)fd);
+	struct link_end *e;
+
+	if (a->link_fds[i] < 0)
+		return;
+	e = xcalloc(1, sizeof(*e));
+	*e = link_end_of(a, i, later);
+	retire(a, end_link_thread, e);
 }
 
 static bool shed_id(const bool *shed, size_t nids, uint64_t cookie)
@@ -494,6 +541,7 @@ static void relink(struct attachment *a, size_t i, const bool *shed, size_t nids
 	struct link_range *r = &a->ranges[i], k = *r;
 	int fd = -1;
 
+	memset(&k.ev, 0, sizeof(k.ev));
 	k.offsets = xcalloc(r->cnt, sizeof(uint64_t));
 	k.cookies = xcalloc(r->cnt, sizeof(uint64_t));
 	k.ref_ctr_offsets = r->ref_ctr_offsets ? xcalloc(r->cnt, sizeof(uint64_t)) : NULL;
@@ -508,8 +556,8 @@ static void relink(struct attachment *a, size_t i, const bool *shed, size_t nids
 		k.cnt++;
 	}
 	if (k.cnt)
-		fd = attach__uprobe_multi_ref(k.prog_fd, k.path, k.offsets, k.ref_ctr_offsets,
-					      k.cookies, k.cnt, k.pid, a->link_is_return[i]);
+		fd = open_link(a, k.prog_fd, k.path, k.offsets, k.ref_ctr_offsets, k.cookies, k.cnt,
+			       k.pid, a->link_is_return[i], &k.ev);
 	if (k.cnt && fd < 0) {
 		pr_warn("probing %zu functions of %s without the shed ones failed: %s; the shed "
 			"ones stay attached (and ignored)", k.cnt, r->path, strerror(errno));
@@ -521,8 +569,7 @@ static void relink(struct attachment *a, size_t i, const bool *shed, size_t nids
 	for (size_t j = 0; j < r->cnt; j++)
 		if (shed_id(shed, nids, r->cookies[j]))
 			gone[(uint32_t)r->cookies[j]] = true;
-	retire(a, a->link_is_return[i] ? close_fd_later : close_fd,
-	       (void *)(intptr_t)a->link_fds[i]);
+	retire_link(a, i, a->link_is_return[i]);
 	a->link_fds[i] = fd;
 	free(r->offsets);
 	free(r->cookies);
@@ -564,24 +611,22 @@ size_t attach__shed(struct attachment *a, const bool *shed, size_t nids)
 
 /* The links of one process, closed on one thread: returns first, as in attach__detach. */
 struct closing {
-	int *fds;
+	struct link_end *ends;
 	struct bpf_link **links;
-	size_t nfds, nlinks;
+	size_t nends, nlinks;
 };
 
 static void *close_all(void *arg)
 {
 	struct closing *c = arg;
 
-	for (size_t i = 0; i < c->nfds; i++) {
-		close(c->fds[i]);
-		links_closed++;
-	}
+	for (size_t i = 0; i < c->nends; i++)
+		end_link(&c->ends[i]);
 	for (size_t i = 0; i < c->nlinks; i++) {
 		bpf_link__destroy(c->links[i]);
 		links_closed++;
 	}
-	free(c->fds);
+	free(c->ends);
 	free(c->links);
 	free(c);
 	return NULL;
@@ -592,13 +637,13 @@ void attach__release_pid(struct attachment *a, int pid)
 	struct closing *c = xcalloc(1, sizeof(*c));
 	size_t k = 0;
 
-	c->fds = xcalloc(a->nfds + 1, sizeof(int));
+	c->ends = xcalloc(a->nfds + 1, sizeof(*c->ends));
 	c->links = xcalloc(a->nlinks + 1, sizeof(*c->links));
 	for (int ret = 1; ret >= 0; ret--)
 		for (size_t i = 0; i < a->nfds; i++)
 			if (a->ranges[i].pid == pid && a->link_is_return[i] == ret &&
 			    a->link_fds[i] >= 0)
-				c->fds[c->nfds++] = a->link_fds[i];
+				c->ends[c->nends++] = link_end_of(a, i, false);
 	/* the others move down: the arrays stay as long as the links of live processes */
 	for (size_t i = 0; i < a->nfds; i++) {
 		if (a->ranges[i].pid == pid) {
@@ -625,10 +670,10 @@ void attach__release_pid(struct attachment *a, int pid)
 		a->link_pids[k++] = a->link_pids[i];
 	}
 	a->nlinks = k;
-	if (c->nfds || c->nlinks) {
+	if (c->nends || c->nlinks) {
 		retire(a, close_all, c);
 	} else {
-		free(c->fds);
+		free(c->ends);
 		free(c->links);
 		free(c);
 	}
@@ -691,7 +736,7 @@ void attach__detach(struct attachment *a)
 	for (int ret = 1; ret >= 0; ret--)
 		for (size_t i = 0; i < a->nfds; i++)
 			if (a->link_is_return[i] == ret)
-				retire_fd(a, a->link_fds[i]);
+				retire_link(a, i, false);
 	retire_links(a);
 	wait_closers(a);
 	expedite__end(&x);

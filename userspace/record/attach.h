@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Attaching the span programs to the resolved sites: one uprobe_multi link per site and
- * direction where the kernel has them (fast to attach and to detach), else one perf-event
- * uprobe per function. */
+ * direction where the kernel has them (fast to attach and to detach), else one tracefs uprobe
+ * event per site and direction (record/probe_events.h), else one perf-event uprobe per
+ * function. */
 #ifndef TRACER_ATTACH_H
 #define TRACER_ATTACH_H
 
 #include "probe/resolve.h"
+#include "record/probe_events.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -16,17 +18,21 @@
 struct bpf_program;
 struct bpf_link;
 
-/* What one uprobe_multi link holds: enough to make it again without some of its probes. */
+/* What one uprobe_multi link (or tracefs event) holds: enough to make it again without some of
+ * its probes. */
 struct link_range {
 	int prog_fd;
 	int pid;
 	char *path;
 	uint64_t *offsets, *cookies, *ref_ctr_offsets; /* ref_ctr_offsets may be NULL */
 	size_t cnt;
+	struct probe_event ev; /* by_event: the link is this event's (else its name is empty) */
 };
 
 struct attachment {
 	bool multi;
+	bool by_event;	  /* no uprobe_multi: a tracefs event's link in place of each */
+	int sites_map_fd; /* by_event: BPF's probe_sites, the probe id of each site */
 	int *link_fds; /* uprobe_multi links (-1: closed, every probe in it shed) */
 	bool *link_is_return;
 	struct link_range *ranges; /* what each holds */
@@ -66,6 +72,9 @@ int attach__uprobe_multi_ref(int prog_fd, const char *path, const uint64_t *offs
  * loaded with the matching expected attach type. */
 bool attach__multi_supported(void);
 
+/* "uprobe_multi", "uprobe_events" or "uprobe" (per function): the trace's metadata. */
+const char *attach__kind(const struct attachment *a);
+
 /* Raises the open-file limit by more descriptors (the per-function fallback's links). */
 void attach__enough_fds(size_t more);
 
@@ -75,7 +84,7 @@ void attach__enough_fds(size_t more);
 int attach__sites(struct attachment *a, const struct attach_sites *sites,
 		  struct bpf_program *enter, struct bpf_program *exit, char *err, size_t errlen);
 /* Stops probing the functions whose probe id is marked in shed[0..nids). A uprobe_multi link
- * that holds one is made again without them, returns before entries, and only then is the old
+ * (or tracefs event) that holds one is made again without them, returns before entries, and only then is the old
  * one closed (an old return link 200 ms later, for the calls entered before the new one): the
  * functions kept are never unprobed (a hit while both links stand reaches both programs, and
  * BPF counts it once: COOKIE_ODD_LINK). A link that cannot be made again leaves the old one in

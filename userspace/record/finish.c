@@ -279,6 +279,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_SHORT_PY_WAITS] = "python_waits_under_20us",
 		[CNT_EXCEPTION_SPANS] = "spans_ended_by_exception",
 		[CNT_TARGETS_FULL] = "processes_not_traced_map_full",
+		[CNT_UNKNOWN_SITES] = "probe_hits_of_unknown_sites",
 	};
 	cJSON *m = identity(r, 4096), *a, *o;
 	char *s;
@@ -292,7 +293,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		cJSON_AddStringToObject(m, "write_error",
 					"writing the trace failed; events after the last one in "
 					"traceEvents, and the scheduler text, are missing");
-	cJSON_AddStringToObject(m, "attach", r->multi ? "uprobe_multi" : "uprobe");
+	cJSON_AddStringToObject(m, "attach", attach__kind(&r->tracked.attachment));
 	cJSON_AddNumberToObject(m, "min_dur_ns", r->opts->min_dur_ns);
 	if (r->auto_packs) {
 		char used[1024], *save = NULL;

@@ -77,6 +77,7 @@ static int prepare(struct recording *r)
 	r->tracked.resolve_flags = (opts->entry_only ? RESOLVE_ENTRY_ONLY : 0) |
 				   (opts->follow_given || opts->system_wide ? RESOLVE_SHARED : 0);
 	r->multi = r->tracked.attachment.multi = attach__multi_supported();
+	r->tracked.attachment.by_event = !r->multi && probe_events__supported();
 	err = opts->cmd ? recording__launch(r) : 0;
 	/* a target with more busy threads than CPUs would starve the reader of CPU time: records
 	 * would be lost and Ctrl-C answered only when the load ends. After the launch: the
@@ -182,7 +183,8 @@ static void announce(const struct recording *r)
 	else
 		snprintf(where, sizeof(where), "%zu process%s", procs, procs == 1 ? "" : "es");
 	pr_info("recording %zu function%s in %s (%s); Ctrl-C to stop", n, plural_s(n), where,
-		r->multi ? "uprobe_multi" : "uprobe per function");
+		r->multi ? "uprobe_multi" : r->tracked.attachment.by_event ? "a tracefs uprobe event a "
+		"site" : "uprobe per function");
 	if (r->opts->start_paused)
 		pr_info("paused until SIGUSR1 (kill -USR1 %d)", getpid());
 }

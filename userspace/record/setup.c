@@ -218,6 +218,9 @@ static struct tracer_bpf *open_bpf(struct recording *r, int ncpu, bool iter)
 	bpf_map__set_max_entries(skel->maps.rings, ncpu);
 	/* probes are added while recording (libraries loaded later): room for all */
 	bpf_map__set_max_entries(skel->maps.probe_cfgs, MAX_PROBES);
+	/* a site each function's entry, exits and USDT ends: tracefs events only */
+	bpf_map__set_max_entries(skel->maps.probe_sites,
+				 r->tracked.attachment.by_event ? 4 * MAX_PROBES : 1);
 	if (r->multi) {
 		bpf_program__set_expected_attach_type(skel->progs.span_enter, TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.span_exit, TRACE_UPROBE_MULTI);
@@ -332,6 +335,7 @@ int recording__setup_tracked(struct recording *r)
 	t->cfg_map = r->skel->maps.probe_cfgs;
 	t->usdt_map = r->skel->maps.usdt_cfgs;
 	attach__set_programs(&t->attachment, r->skel->progs.usdt_end, r->skel->progs.span_exit_at);
+	t->attachment.sites_map_fd = bpf_map__fd(r->skel->maps.probe_sites);
 	t->exceptions.prog = r->skel->progs.on_exception;
 	t->exceptions.links.multi = t->attachment.multi;
 	for (size_t i = 0; i < t->ntargets; i++) {
