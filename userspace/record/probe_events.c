@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/perf_event.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
