@@ -23,6 +23,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -I$(OUTPUT) -Ibpf
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_COMPAT_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf-compat/%.bpf.o,$(BPF_SRCS))
 # userspace/main.c dispatches; every folder below it is one concern (userspace/README.md).
 TRACER_SRCS := $(wildcard userspace/*.c userspace/*/*.c)
 TRACER_OBJS := $(patsubst userspace/%.c,$(OUTPUT)/obj/%.o,$(TRACER_SRCS))
@@ -48,7 +49,7 @@ all: tracer
 tracer: $(OUTPUT)/tracer
 	$(Q)ln -sf $(OUTPUT)/tracer tracer
 
-$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/targets:
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/bpf-compat $(OUTPUT)/tests $(OUTPUT)/targets:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
@@ -67,8 +68,28 @@ $(OUTPUT)/tracer.skel.h: $(OUTPUT)/tracer.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name tracer_bpf > $@
 
-# Everything in userspace may include the skeleton; generate it first.
-$(OUTPUT)/obj/%.o: userspace/%.c | $(OUTPUT)/tracer.skel.h $(OUTPUT)
+# The compat object, for kernels 5.10 to 5.16 (TRACER_COMPAT: bpf/tracer.bpf.h): the same
+# programs, maps and variables, which userspace opens through tracer_bpf's skeleton
+# (record/setup.c). The build stops if the two skeletons' structs differ.
+$(OUTPUT)/bpf-compat/%.bpf.o: bpf/%.bpf.c $(OUTPUT)/vmlinux.h | $(OUTPUT)/bpf-compat
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DTRACER_COMPAT -c $< -o $@
+
+$(OUTPUT)/tracer_compat.bpf.o: $(BPF_COMPAT_OBJS)
+	$(call msg,LINK-BPF,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
+
+skel_struct = sed -n '/^struct $(2) {/,/^};/p' $(1) | sed 's/$(2)/tracer_bpf/g'
+$(OUTPUT)/tracer_compat.skel.h: $(OUTPUT)/tracer_compat.bpf.o $(OUTPUT)/tracer.skel.h
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name tracer_compat_bpf > $@
+	$(Q)$(call skel_struct,$@,tracer_compat_bpf) > $@.struct
+	$(Q)$(call skel_struct,$(OUTPUT)/tracer.skel.h,tracer_bpf) | cmp -s - $@.struct || \
+		{ echo "$@: its struct differs from tracer_bpf's (TRACER_COMPAT changed a map," \
+		       "program or variable)" >&2; rm -f $@; exit 1; }
+
+# Everything in userspace may include the skeletons; generate them first.
+$(OUTPUT)/obj/%.o: userspace/%.c | $(OUTPUT)/tracer.skel.h $(OUTPUT)/tracer_compat.skel.h $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -118,7 +139,7 @@ clean:
 	$(call msg,CLEAN,)
 	$(Q)rm -rf $(OUTPUT) tracer
 
--include $(OUTPUT)/obj/*.d $(OUTPUT)/obj/*/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/tests/*.d
+-include $(OUTPUT)/obj/*.d $(OUTPUT)/obj/*/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/bpf-compat/*.d $(OUTPUT)/tests/*.d
 
 # the README's guide screenshots, from real runs of its commands (review, then commit)
 guide-images: test-bins

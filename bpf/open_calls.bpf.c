@@ -15,7 +15,7 @@ int open_calls(struct bpf_iter__task *ctx)
 
 	if (!t)
 		return 0;
-	st = bpf_task_storage_get(&stacks, t, 0, 0);
+	st = task_storage(&stacks, t, false);
 	if (st && st->depth)
 		bpf_seq_write(ctx->meta->seq, st, sizeof(*st));
 	return 0;

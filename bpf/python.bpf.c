@@ -57,13 +57,12 @@ struct py_thread {
 	struct py_stack_rec rec;
 };
 
+/* (the compat object reads no frames: one entry, never used) */
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct py_thread);
+	TASK_STORAGE(struct py_thread, 1);
 } py_threads SEC(".maps");
 
+#ifndef TRACER_COMPAT
 static __always_inline __u64 read_ptr(__u64 addr)
 {
 	__u64 v = 0;
@@ -481,13 +480,24 @@ __hidden void py_woke(__u64 now)
 	if (th)
 		th->woke_ns = now;
 }
+#else
+/* Kernels before 5.17 (the compat object): no bpf_loop, no frames read (userspace says so in
+ * the summary, and loads none of the programs below). */
+__hidden __u64 py_read(__u64 ts, __u32 reason)
+{
+	return 0;
+}
+
+__hidden void py_woke(__u64 now)
+{
+}
+#endif
 
 /* The thread leaving the CPU is still current here: its stack is exact until it runs again. */
 SEC("tp_btf/sched_switch")
-int BPF_PROG(py_on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+int BPF_PROG(py_on_switch, SWITCH_ARGS)
 {
-	py_read(bpf_ktime_get_ns(), preempt || !prev_state ? PY_READ_PREEMPT : PY_READ_BLOCK);
+	py_read(bpf_ktime_get_ns(), preempt || !PREV_STATE ? PY_READ_PREEMPT : PY_READ_BLOCK);
 	return 0;
 }
 

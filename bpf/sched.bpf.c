@@ -20,10 +20,7 @@ struct wake_pending {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct wake_pending);
+	TASK_STORAGE(struct wake_pending, COMPAT_THREADS);
 } wakes SEC(".maps");
 
 static __always_inline void fill_switch(struct switch_rec *r, bool preempt,
@@ -45,8 +42,7 @@ static __always_inline void fill_switch(struct switch_rec *r, bool preempt,
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+int BPF_PROG(on_switch, SWITCH_ARGS)
 {
 	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
 	/* the idle task (0) is never traced: half the switches of a thread that sleeps */
@@ -56,7 +52,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (phase >= PHASE_DETACHING || (!next_traced && !(prev_pid && is_target(prev_pid))))
 		return 0;
 	if (next_traced)
-		w = bpf_task_storage_get(&wakes, next, 0, 0);
+		w = task_storage(&wakes, next, false);
 	if (w && w->w.ts) {
 		__u64 ts = w->w.ts;
 
@@ -69,7 +65,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				return 0;
 			}
 			r->sw.type = REC_SWITCH_WAKE;
-			fill_switch(&r->sw, preempt, prev, next, prev_state);
+			fill_switch(&r->sw, preempt, prev, next, PREV_STATE);
 			__builtin_memcpy(&r->wake, &w->w, sizeof(r->wake));
 			r->wake.ts = ts;
 			bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
@@ -83,7 +79,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	}
 	r->type = REC_SWITCH;
-	fill_switch(r, preempt, prev, next, prev_state);
+	fill_switch(r, preempt, prev, next, PREV_STATE);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
@@ -237,7 +233,7 @@ static __always_inline __u32 wake_context(void)
 
 	if (irq_direct && (a = bpf_map_lookup_elem(&pc_addr, &zero))) {
 		/* sched_waking runs with preemption off: nothing else writes this CPU's value */
-		if (!*a && (rq = this_rq((void *)bpf_get_current_task_btf())))
+		if (!*a && (rq = this_rq((void *)current_task())))
 			*a = (__u64)rq + irq_pc_delta;
 		if (*a) {
 			bpf_probe_read_kernel(&pc, sizeof(pc), (void *)*a);
@@ -254,22 +250,28 @@ static __always_inline __u32 wake_context(void)
 /* What a waking of p tells: who woke it, from where. */
 static __always_inline void fill_wake(struct wake_info *w, struct task_struct *p, bool waking)
 {
-	struct task_struct *waker = bpf_get_current_task_btf();
+	struct task_struct *waker = current_task();
 	struct span_stack *st;
 
 	w->ts = bpf_ktime_get_ns();
 	w->target_cpu = p->wake_cpu;
 	w->cpu = bpf_get_smp_processor_id();
+#ifdef TRACER_COMPAT /* not a BTF pointer: read with probes */
+	w->waker_pid = BPF_CORE_READ(waker, tgid);
+	w->waker_tid = BPF_CORE_READ(waker, pid);
+	bpf_probe_read_kernel(w->waker_comm, COMM_LEN, waker->comm);
+#else
 	w->waker_pid = waker->tgid;
 	w->waker_tid = waker->pid;
+	copy_comm(w->waker_comm, waker);
+#endif
 	w->irq = wake_context();
 	/* an interrupt's wake-up has no span to start from: the task under it woke no one; flows
 	 * start from sched_waking only */
-	st = waking && !w->irq && (waker->tgid == p->tgid || is_target(waker->tgid))
-		     ? bpf_task_storage_get(&stacks, waker, 0, 0)
+	st = waking && !w->irq && (w->waker_pid == p->tgid || is_target(w->waker_pid))
+		     ? task_storage(&stacks, waker, false)
 		     : NULL;
 	w->waker_depth = st ? st->depth : 0;
-	copy_comm(w->waker_comm, waker);
 	if (waking && !w->irq)
 		py_woke(w->ts);
 }
@@ -332,7 +334,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	if (phase >= PHASE_DETACHING || !is_target(p->tgid))
 		return 0;
 	if (switch_in_follows(p)) {
-		w = bpf_task_storage_get(&wakes, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		w = task_storage(&wakes, p, true);
 		if (w) {
 			fill_wake(&w->w, p, true);
 			w->nsw = p->nvcsw + p->nivcsw;
@@ -372,7 +374,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 
 	if (!is_target(p->tgid))
 		return 0;
-	st = bpf_task_storage_get(&stacks, p, 0, 0);
+	st = task_storage(&stacks, p, false);
 	if (st) {
 		now = bpf_ktime_get_ns();
 		for (int n = 0; n < MAX_FRAMES; n++) {
@@ -385,6 +387,14 @@ int BPF_PROG(on_exit, struct task_struct *p)
 			st->depth = top - 1;
 		}
 	}
+#ifdef TRACER_COMPAT /* the thread's entries, by a tid that may be given again */
+	{
+		__u32 tid = p->pid;
+
+		bpf_map_delete_elem(&stacks, &tid);
+		bpf_map_delete_elem(&wakes, &tid);
+	}
+#endif
 	task_event(p, NULL, TASK_EXIT, p->comm);
 	return 0;
 }
@@ -422,7 +432,7 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	if (!is_target(p->tgid))
 		return 0;
 	/* a thread other than the main one that execs takes the main thread's id */
-	st = bpf_task_storage_get(&stacks, p, 0, 0);
+	st = task_storage(&stacks, p, false);
 	if (st) {
 		st->tid = p->pid;
 		st->pid = p->tgid;

@@ -26,8 +26,8 @@ static __always_inline bool traced_process(bool entry)
 		return false;
 	add_target(tgid);
 	/* named after the process (its main thread), not the thread that called */
-	task_event(bpf_get_current_task_btf(), NULL, TASK_SEEN,
-		   bpf_get_current_task_btf()->group_leader->comm);
+	task_event(current_task(), NULL, TASK_SEEN,
+		   BPF_CORE_READ(current_task(), group_leader)->comm);
 	return true;
 }
 
@@ -39,15 +39,17 @@ volatile __u32 phase = PHASE_ATTACHING;
 
 __u64 py_entering_ns[PY_ENTERING_CPUS]; /* tracer.bpf.h */
 __u32 py_entering_tid[PY_ENTERING_CPUS];
+const char storage_zero[sizeof(struct span_stack)] = {}; /* tracer.bpf.h */
 
-/* The probe ids of the tracefs events' sites (COOKIE_BY_SITE), written by userspace as it makes
- * each event; sized by it. */
+/* The cookie of each of the tracefs events' sites (COOKIE_BY_SITE): the probe id, and
+ * COOKIE_ODD_LINK where the event replaces another; written by userspace as it makes each
+ * event; sized by it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1);
 	__type(key, struct site_key);
-	__type(value, __u32);
+	__type(value, __u64);
 } probe_sites SEC(".maps");
 
 /* The link's cookie, with the probe id of this hit where the link is a tracefs event's. The
@@ -57,24 +59,23 @@ struct {
  * the Python reads' chain. */
 static __noinline __u64 site_cookie(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 cookie = link_cookie(ctx);
 	struct uprobe_dispatch_data *udd;
 	struct site_key key = {};
 	struct trace_uprobe *tu;
-	__u32 *id;
+	__u64 *site;
 
 	if (!(cookie & COOKIE_BY_SITE))
 		return cookie;
-	cookie &= COOKIE_ODD_LINK;
-	udd = (void *)BPF_CORE_READ(bpf_get_current_task_btf(), utask, vaddr);
+	udd = (void *)BPF_CORE_READ(current_task(), utask, vaddr);
 	tu = BPF_CORE_READ(udd, tu);
 	key.offset = BPF_CORE_READ(tu, offset);
 	key.event = BPF_CORE_READ(tu, tp.event, call.event.type);
-	id = bpf_map_lookup_elem(&probe_sites, &key);
-	if (id)
-		return cookie | *id;
+	site = bpf_map_lookup_elem(&probe_sites, &key);
+	if (site)
+		return *site;
 	count(CNT_UNKNOWN_SITES);
-	return cookie | 0xffffffffull; /* no probe: probe_cfgs has no such id */
+	return 0xffffffffull; /* no probe: probe_cfgs has no such id */
 }
 
 /* Frame flags besides the probe's: pushed through a link with COOKIE_ODD_LINK; returned (the
@@ -126,10 +127,10 @@ static __always_inline bool tail_call(const struct span_stack *st, __u64 sp)
 
 	if (top == 0 || top > MAX_FRAMES || st->frames[(top - 1) & (MAX_FRAMES - 1)].sp != sp)
 		return false;
-	xol = bpf_get_current_task_btf()->mm->uprobes_state.xol_area;
+	xol = BPF_CORE_READ(current_task(), mm, uprobes_state.xol_area);
 	if (!xol || bpf_probe_read_user(&ret, sizeof(ret), (const void *)sp))
 		return false;
-	return ret == xol->vaddr;
+	return ret == BPF_CORE_READ(xol, vaddr);
 }
 
 /* One USDT argument, as its operand says: a constant, a register, or memory at a register plus
@@ -218,8 +219,7 @@ int BPF_KPROBE(span_enter)
 		py_entering_tid[py_entering_here()] = (__u32)bpf_get_current_pid_tgid();
 		*(volatile __u64 *)&py_entering_ns[py_entering_here()] = now;
 	}
-	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	st = current_storage(&stacks, true);
 	if (!st) {
 		count(CNT_NO_STORAGE);
 		goto out;
@@ -302,7 +302,7 @@ static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 n
 	 * task storage */
 	if (phase == PHASE_DETACHING || !traced_process(false))
 		return 0;
-	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	st = current_storage(&stacks, false);
 	if (!st)
 		goto unmatched;
 	close_stale(st, entry_sp - 1, now, 0);
@@ -342,7 +342,7 @@ int BPF_KRETPROBE(span_exit)
 	__u64 now = bpf_ktime_get_ns();
 
 	/* After `ret` the stack pointer is 8 above where it was at entry. */
-	return end_call(ctx, PT_REGS_SP(ctx) - 8, now, bpf_get_attach_cookie(ctx));
+	return end_call(ctx, PT_REGS_SP(ctx) - 8, now, link_cookie(ctx));
 }
 
 /* On a function's own `ret` or tail jump (probe/resolve.h: exits), where C++ exceptions unwind
@@ -357,7 +357,7 @@ int BPF_KPROBE(span_exit_at)
 	/* (a tracefs event's exit, too, takes the frame entered at this stack pointer: what
 	 * site_cookie would add is not worth the verifier's time, the rest of end_call checked
 	 * again for each of its returns) */
-	return end_call(ctx, PT_REGS_SP(ctx), now, bpf_get_attach_cookie(ctx));
+	return end_call(ctx, PT_REGS_SP(ctx), now, link_cookie(ctx));
 }
 
 /* A C++ exception's way (record/exception_hooks.h): thrown (the cookie is EXC_THROW: the
@@ -367,11 +367,12 @@ int BPF_KPROBE(span_exit_at)
 SEC("uprobe")
 int BPF_KPROBE(on_exception)
 {
-	struct span_stack *st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	struct span_stack *st = current_storage(&stacks, false);
 
 	if (!st || !st->depth || phase == PHASE_DETACHING)
 		return 0;
-	if (bpf_get_attach_cookie(ctx) == EXC_THROW) {
+	/* (a tracefs event's hook, on kernels without uprobe_multi: its site says which) */
+	if (site_cookie(ctx) == EXC_THROW) {
 		st->in_flight = 1;
 		return 0;
 	}
@@ -393,7 +394,7 @@ int BPF_KPROBE(usdt_end)
 	if (phase == PHASE_DETACHING || !traced_process(false))
 		return 0;
 	cookie = site_cookie(ctx);
-	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	st = current_storage(&stacks, false);
 	if (!st)
 		goto unmatched;
 	top = st->depth;
@@ -422,8 +423,7 @@ int BPF_KPROBE(stop_at_entry)
 	/* a followed exec (the launched command's own too: `sh -c 'exec prog'`): userspace
 	 * attaches to the new program, then resumes it */
 	if (bpf_map_delete_elem(&stop_pids, &tgid) == 0) {
-		task_event(bpf_get_current_task_btf(), NULL, TASK_AT_ENTRY,
-			   bpf_get_current_task_btf()->comm);
+		task_event(current_task(), NULL, TASK_AT_ENTRY, current_task()->comm);
 		bpf_send_signal(19 /* SIGSTOP */);
 	} else if (tgid == launch_pid) {
 		bpf_send_signal(19 /* SIGSTOP */);

@@ -69,12 +69,88 @@ struct {
 	__type(value, struct usdt_cfg);
 } usdt_cfgs __weak SEC(".maps");
 
+/* Per-thread state. Kernels 5.11 on keep it in task storage, reached from the task and gone
+ * with it. The compat object (make: tracer_compat.bpf.o, for 5.10) keeps it in a hash by
+ * thread id instead, made from storage_zero on first use and deleted at the thread's exit
+ * (sched.bpf.c on_exit); preallocated, as its programs may run where allocating cannot. Both
+ * objects have the same maps, programs and variables: userspace loads either through one
+ * skeleton (record/setup.c). */
+#ifdef TRACER_COMPAT
+#define COMPAT_THREADS 4096
+#define TASK_STORAGE(vtype, compat_entries)                                                   \
+	__uint(type, BPF_MAP_TYPE_HASH);                                                      \
+	__uint(max_entries, compat_entries);                                                  \
+	__type(key, __u32);                                                                   \
+	__type(value, vtype)
+#else
+#define TASK_STORAGE(vtype, compat_entries)                                                   \
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);                                              \
+	__uint(map_flags, BPF_F_NO_PREALLOC);                                                 \
+	__type(key, int);                                                                     \
+	__type(value, vtype)
+#endif
+
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct span_stack);
+	TASK_STORAGE(struct span_stack, COMPAT_THREADS);
 } stacks __weak SEC(".maps");
+
+/* sched_switch's arguments: prev_state is one from 5.18 on; before, it is read from the task
+ * (still the state it went to sleep in, at the tracepoint). */
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+#ifdef TRACER_COMPAT
+#define SWITCH_ARGS bool preempt, struct task_struct *prev, struct task_struct *next
+static __always_inline unsigned int prev_state_of(struct task_struct *prev)
+{
+	struct task_struct___old *old = (void *)prev;
+
+	if (bpf_core_field_exists(old->state))
+		return BPF_CORE_READ(old, state);
+	return BPF_CORE_READ(prev, __state);
+}
+#define PREV_STATE prev_state_of(prev)
+#else
+#define SWITCH_ARGS                                                                             \
+	bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state
+#define PREV_STATE prev_state
+#endif
+
+/* Zeros as large as the largest per-thread value: a new hash entry's first value (compat). */
+extern const char storage_zero[sizeof(struct span_stack)];
+
+#ifdef TRACER_COMPAT
+/* 5.10: no bpf_get_current_task_btf (5.11): the current task is read with probes. */
+#define current_task() ((struct task_struct *)bpf_get_current_task())
+
+static __always_inline void *tid_storage(void *map, __u32 tid, bool create)
+{
+	void *v = bpf_map_lookup_elem(map, &tid);
+
+	if (v || !create)
+		return v;
+	/* full: NULL, counted by the caller (CNT_NO_STORAGE) */
+	bpf_map_update_elem(map, &tid, storage_zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, &tid);
+}
+
+#define task_storage(map, t, create) tid_storage(map, BPF_CORE_READ(t, pid), create)
+#define current_storage(map, create) tid_storage(map, (__u32)bpf_get_current_pid_tgid(), create)
+#else
+#define current_task() bpf_get_current_task_btf()
+#define task_storage(map, t, create)                                                          \
+	bpf_task_storage_get(map, t, 0, (create) ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0)
+#define current_storage(map, create) task_storage(map, bpf_get_current_task_btf(), create)
+#endif
+
+/* The link's cookie: the probe id (and COOKIE_ODD_LINK), or COOKIE_BY_SITE for a tracefs
+ * event's link. Before 5.15 links carry none: every uprobe is a tracefs event's there. */
+#ifdef TRACER_COMPAT
+#define link_cookie(ctx) ((__u64)COOKIE_BY_SITE)
+#else
+#define link_cookie(ctx) bpf_get_attach_cookie(ctx)
+#endif
 
 /* A wait inside the interpreter being entered on this CPU by thread tid, at ns: a tick's read of
  * that thread meanwhile is stamped with ns. span_stack.entering_ns says the same once the
@@ -158,10 +234,11 @@ static __always_inline void task_event(struct task_struct *t, struct task_struct
 	r->type = REC_TASK;
 	r->event = event;
 	r->ts = bpf_ktime_get_ns();
-	r->pid = t->tgid;
-	r->tid = t->pid;
-	r->parent_pid = parent ? parent->tgid : 0;
-	r->parent_tid = parent ? parent->pid : 0;
+	/* (read with probes: t may be the current task, not a BTF pointer, in compat) */
+	r->pid = BPF_CORE_READ(t, tgid);
+	r->tid = BPF_CORE_READ(t, pid);
+	r->parent_pid = parent ? BPF_CORE_READ(parent, tgid) : 0;
+	r->parent_tid = parent ? BPF_CORE_READ(parent, pid) : 0;
 	bpf_probe_read_kernel_str(r->comm, COMM_LEN, comm);
 	/* Thread life is rare and the reader wants names early: always wake it. */
 	bpf_ringbuf_submit(r, 0);
@@ -227,8 +304,8 @@ static __always_inline void emit_span(struct span_stack *st, __u32 i, __u64 end_
  * (sigaltstack), the other not. A handler's calls there say nothing of the frames below. */
 static __always_inline bool other_stack(__u64 a, __u64 b)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	__u64 lo = t->sas_ss_sp, hi = lo + t->sas_ss_size;
+	struct task_struct *t = current_task();
+	__u64 lo = BPF_CORE_READ(t, sas_ss_sp), hi = lo + BPF_CORE_READ(t, sas_ss_size);
 
 	return lo < hi && ((a >= lo && a < hi) != (b >= lo && b < hi));
 }

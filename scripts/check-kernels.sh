@@ -185,7 +185,7 @@ for k in "$@"; do
 	log="$CACHE/results/$k.console" results="$CACHE/results/$k.txt"
 	echo "check-kernels: $k: booting $(basename "$image") (log: $log)" >&2
 	start=$(date +%s)
-	timeout --foreground "$TIMEOUT" qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
+	timeout --foreground "$TIMEOUT" qemu-system-x86_64 -accel tcg,thread=single -m 2048 -smp 2 -nographic -no-reboot \
 		-kernel "$image" -initrd "$INITRD" \
 		-append "console=ttyS0 quiet panic=-1 rdinit=/init ${CHECK_KERNELS_APPEND:-}" </dev/null >"$log" 2>&1 || true
 	SECONDS_OF[$k]=$(( $(date +%s) - start ))

@@ -48,6 +48,12 @@ def kernel_at_least(major, minor):
     return (int(release[0]), int(re.match(r"\d+", release[1]).group())) >= (major, minor)
 
 
+def compat_programs():
+    """Whether tracer loads its programs for older kernels here (5.10 to 5.16: no bpf_loop;
+    record/kernel_check.c)."""
+    return not kernel_at_least(5, 17)
+
+
 def target(name):
     return os.path.join(OUTPUT, "targets", name)
 
@@ -100,18 +106,28 @@ def start_tracer(*args, env=None, timeout=30):
     _procs.append(p)
     p.stderr_lines = []
     deadline = time.monotonic() + timeout * SLOW
+    # read from the descriptor, not the text stream: its readline buffers lines past the one
+    # it returns, which select then does not see (two lines written together: the second was
+    # read only when tracer next wrote)
+    fd, pending = p.stderr.fileno(), b""
     while time.monotonic() < deadline:
-        r, _, _ = select.select([p.stderr], [], [], 0.5)
+        r, _, _ = select.select([fd], [], [], 0.5)
         if r:
-            line = p.stderr.readline()
-            if not line:
+            data = os.read(fd, 65536)
+            if not data:
                 break
-            p.stderr_lines.append(line)
-            if "recording" in line:
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            p.stderr_lines += [line.decode(errors="replace") + "\n" for line in lines]
+            if any(line.startswith(b"tracer: recording") for line in lines):
+                if pending:
+                    p.stderr_lines.append(pending.decode(errors="replace"))
                 p.bpf_ids = bpf_ids(p.pid)
                 return p
         elif p.poll() is not None:
             break
+    if pending:
+        p.stderr_lines.append(pending.decode(errors="replace"))
     out, err = p.communicate(timeout=30)
     raise AssertionError(f"tracer did not start recording: {''.join(p.stderr_lines)}{err}")
 
@@ -122,9 +138,9 @@ def finish_tracer(p, timeout=60):
     return p.returncode, "".join(p.stderr_lines) + err
 
 
-def run_tracer(*args, timeout=60):
+def run_tracer(*args, timeout=60, env=None):
     p = subprocess.run([TRACER] + [str(a) for a in args], capture_output=True, text=True,
-                       timeout=timeout * SLOW)
+                       timeout=timeout * SLOW, env=dict(os.environ, **env) if env else None)
     return p.returncode, p.stderr
 
 

@@ -272,6 +272,17 @@ def test_torch_operators_under_python(tmp):
     p.kill()
 
 
+def frames_off_here(trace, err):
+    """Whether this kernel reads no Python frames (before 5.17: the programs for older kernels
+    have no bpf_loop), and the summary and the trace say so, never a quiet zero."""
+    if not lib.compat_programs():
+        return False
+    assert "python: frames off (this kernel lacks bpf_loop, 5.17 on)" in err, err
+    assert trace["metadata"]["python"]["off"] == "this kernel lacks bpf_loop, 5.17 on"
+    assert not [e for e in spans(trace) if e["cat"] == "python"]
+    return True
+
+
 def test_python_launch_mode(tmp):
     """tracer -- python3 SCRIPT: frames from the interpreter's start, imports included."""
     out = os.path.join(tmp, "launch.json")
@@ -283,6 +294,8 @@ def test_python_launch_mode(tmp):
     trace, text = load_trace(out)
     bad = check_format(trace, text)
     assert bad == [], bad[:3]
+    if frames_off_here(trace, err):
+        return
     gt = read_ground_truth(log)
     py = [e for e in spans(trace) if e["cat"] == "python"]
     names = {e["name"] for e in py}
@@ -342,6 +355,10 @@ def test_python_follow_forked_workers(tmp):
     assert rc == 0, err
     trace, text = load_trace(out)
     assert check_format(trace, text) == []
+    if frames_off_here(trace, err):
+        # the workers followed all the same: their threads are in the trace
+        assert workers <= {e["pid"] for e in trace["traceEvents"] if e["ph"] == "M"}, workers
+        return
     tasks = [e for e in spans(trace) if e["cat"] == "python" and e["name"] == "task"]
     assert {e["pid"] for e in tasks} == workers, ({e["pid"] for e in tasks}, workers)
     # 80 calls of at least 3 ms: longer when a worker waits for a CPU inside one (a loaded

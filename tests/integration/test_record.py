@@ -32,12 +32,16 @@ def record_pipeline(tmp, *pipeline_args, tracer_args=(), env=None):
     return trace, text, read_ground_truth(log), err, pid
 
 
-def test_spans_match_ground_truth(tmp, env=None, attach=None):
+def test_spans_match_ground_truth(tmp, env=None, attach=None, compat=None):
     trace, text, gt, err, pid = record_pipeline(tmp, "--frames", "60", env=env)
     assert check_format(trace, text) == []
     # uprobe_multi came in 6.6; before it, the per-function fallback
     want = attach or ("uprobe_multi" if lib.kernel_at_least(6, 6) else "uprobe_events")
     assert trace["metadata"]["attach"] == want, (trace["metadata"]["attach"], want)
+    # the programs for older kernels before 5.17, and where asked for
+    compat = lib.compat_programs() if compat is None else compat
+    assert trace["metadata"]["bpf_programs"] == ("compat" if compat else "full"), trace["metadata"]
+    assert ("programs for older kernels" in err) == compat, err
     assert trace["metadata"]["stop_reason"] == "target exited"
     # the pack names queue_pop "Wait on Input Queue", and run_operator's spans after the
     # operator it dispatches (name_from): map span names back to functions
@@ -137,9 +141,27 @@ def test_spans_match_ground_truth_uprobe_events(tmp):
 
 
 def test_spans_match_ground_truth_perf_uprobes(tmp):
-    """Where tracefs cannot be used: one perf-event uprobe per function."""
-    test_spans_match_ground_truth(tmp, env={"TRACER_NO_UPROBE_MULTI": "1",
-                                            "TRACER_NO_UPROBE_EVENTS": "1"}, attach="uprobe")
+    """Where tracefs cannot be used: one perf-event uprobe per function, its cookie the probe
+    id; before 5.15 (no cookies) tracer says in one line that it needs tracefs there."""
+    env = {"TRACER_NO_UPROBE_MULTI": "1", "TRACER_NO_UPROBE_EVENTS": "1"}
+    if not lib.kernel_at_least(5, 15):
+        pl, pid = start_pipeline("--forever")
+        rc, err = lib.run_tracer("-p", pid, "-P", "pipeline", "-d", "1",
+                                 "-o", os.path.join(tmp, "t.json"), env=env)
+        pl.kill()
+        pl.wait()
+        assert rc != 0 and err.count("\n") == 1 and "needs tracefs uprobe events" in err, err
+        return
+    test_spans_match_ground_truth(tmp, env=env, attach="uprobe")
+
+
+def test_spans_match_ground_truth_compat(tmp):
+    """The programs for kernels 5.10 to 5.16 (TRACER_NO_BPF_FEATURE takes bpf_loop as missing
+    here): per-thread state in a hash by thread id, no link cookies (each hit's probe found by
+    the tracefs event that fired), no bpf_get_current_task_btf, prev_state read from the task;
+    the same spans, states and arguments."""
+    test_spans_match_ground_truth(tmp, env={"TRACER_NO_BPF_FEATURE": "bpf_loop"},
+                                  attach="uprobe_events", compat=True)
 
 
 def test_summary_counts_and_states(tmp):
@@ -213,12 +235,12 @@ def test_duration_ends_on_time_while_tracer_is_held(tmp):
     h.kill()
 
 
-def stop_with(tmp, sig, reason):
+def stop_with(tmp, sig, reason, env=None):
     out = os.path.join(tmp, "s.json")
     # a 4 s decode that starts after tracer attached: in flight when the signal arrives; the
     # operators and the writer wait in their queues meanwhile
     pl, pid = start_pipeline("--forever", "--decode-us", "4000000", "--decoders", "1")
-    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out)
+    tr = start_tracer("-p", pid, "-P", "pipeline", "-o", out, env=env)
     sigusr1(pid)
     time.sleep(1.2)
     tr.send_signal(sig)
@@ -247,6 +269,12 @@ def test_stop_on_sigint_closes_open_spans(tmp):
 
 def test_stop_on_sigterm_closes_open_spans(tmp):
     stop_with(tmp, signal.SIGTERM, "SIGTERM")
+
+
+def test_stop_closes_open_spans_compat(tmp):
+    """The programs for older kernels: the calls open at the stop read from their hash by
+    thread id, in every thread."""
+    stop_with(tmp, signal.SIGINT, "SIGINT", env={"TRACER_NO_BPF_FEATURE": "bpf_loop"})
 
 
 def test_min_dur_filters_in_kernel(tmp):
@@ -639,7 +667,9 @@ def test_task_iterator_loaded_only_without_pidfd_thread(tmp):
         pl.wait()
         assert "span_enter" in names, names
         loaded[old_kernel] = "open_calls" in names
-    assert loaded == {False: not kernel_has_pidfd_thread(), True: True}, loaded
+    # (the programs for older kernels read the open calls from a hash: never an iterator)
+    iter_ok = not lib.compat_programs()
+    assert loaded == {False: iter_ok and not kernel_has_pidfd_thread(), True: iter_ok}, loaded
 
 def task_storage_of(tracer_pid, map_name, pid):
     """Whether tracer's task storage map map_name holds an entry for process pid's main thread

@@ -12,14 +12,15 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-void py_record__configure(struct py_record *p, struct tracer_bpf *skel, bool enabled,
+void py_record__configure(struct py_record *p, struct tracer_bpf *skel, const char *off,
 			  unsigned int hz)
 {
 	memset(p, 0, sizeof(*p));
-	p->enabled = enabled;
+	p->enabled = !off;
+	p->off = off;
 	p->hz = hz ? hz : PY_DEFAULT_HZ;
 	p->skel = skel;
-	if (enabled) {
+	if (p->enabled) {
 		/* processes are added (and read by BPF) before the trace exists */
 		p->session = py_session__new(NULL, NULL, NULL);
 		/* attached with the tick, once there is a Python process to read */
@@ -139,7 +140,7 @@ void py_record__print(const struct py_record *p, FILE *f, const uint64_t *c, uin
 	char took[32];
 
 	if (!p->enabled) {
-		fprintf(f, "python: frames off (--no-python or --no-args)\n");
+		fprintf(f, "python: frames off (%s)\n", p->off);
 		return;
 	}
 	if (!p->session || !p->nprocs) {
@@ -182,6 +183,8 @@ void py_record__add_json(const struct py_record *p, struct cJSON *meta, const ui
 	cJSON *o = cJSON_AddObjectToObject(meta, "python"), *interps;
 
 	cJSON_AddBoolToObject(o, "enabled", p->enabled);
+	if (p->off)
+		cJSON_AddStringToObject(o, "off", p->off);
 	cJSON_AddNumberToObject(o, "tick_hz", p->hz);
 	if (p->session)
 		py_session__stats(p->session, &procs, &spans, &reads, &partial);

@@ -18,7 +18,8 @@ struct trace_writer;
 struct cJSON;
 
 struct py_record {
-	bool enabled;	  /* not --no-python / --no-args */
+	bool enabled;	  /* frames are read */
+	const char *off;  /* else why not: "--no-python or --no-args", or what the kernel lacks */
 	unsigned int hz;
 	struct tracer_bpf *skel;
 	struct py_session *session; /* NULL when off */
@@ -31,8 +32,9 @@ struct py_record {
 	bool switch_failed;
 };
 
-/* Before load: turns the programs off when Python frames are not wanted. */
-void py_record__configure(struct py_record *p, struct tracer_bpf *skel, bool enabled,
+/* Before load: turns the programs off when Python frames are not wanted or cannot be read
+ * (off: why, for the summary; NULL: they are read). */
+void py_record__configure(struct py_record *p, struct tracer_bpf *skel, const char *off,
 			  unsigned int hz);
 /* A traced process (asked for, followed, launched, seen by -a): if it runs a readable CPython,
  * its stacks are read from now on. */

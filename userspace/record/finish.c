@@ -109,7 +109,8 @@ static bool open_calls_by_iterator(struct recording *r, const int *pids, const i
 	return got == 0;
 }
 
-/* Calls still in progress when recording stopped: their frames are still in task storage. */
+/* Calls still in progress when recording stopped: their frames are still in task storage (or
+ * the compat programs' hash). */
 static void close_open_spans(struct recording *r)
 {
 	int map_fd = bpf_map__fd(r->skel->maps.stacks), *upids = NULL, *utids = NULL;
@@ -129,6 +130,12 @@ static void close_open_spans(struct recording *r)
 
 			if (tid <= 0)
 				continue;
+			/* the compat programs' stacks are a hash by thread id (bpf/tracer.bpf.h) */
+			if (r->compat) {
+				if (!bpf_map_lookup_elem(map_fd, &tid, &st))
+					end_open_calls(r, pid, tid, &st);
+				continue;
+			}
 			fd = thread_pidfd(pid, tid);
 			if (fd < 0) {
 				pr_debug("open calls of tid %d: %s", tid, strerror(errno));
@@ -294,6 +301,8 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 					"writing the trace failed; events after the last one in "
 					"traceEvents, and the scheduler text, are missing");
 	cJSON_AddStringToObject(m, "attach", attach__kind(&r->tracked.attachment));
+	/* the programs for 5.10-5.16, or the full ones (record/kernel_check.h) */
+	cJSON_AddStringToObject(m, "bpf_programs", r->compat ? "compat" : "full");
 	cJSON_AddNumberToObject(m, "min_dur_ns", r->opts->min_dur_ns);
 	if (r->auto_packs) {
 		char used[1024], *save = NULL;

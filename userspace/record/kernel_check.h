@@ -5,8 +5,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* 0 when the kernel has them all; else -ENOTSUP with one line in err naming what is missing,
- * from which kernel on each exists, and what to do. */
+/* 0 when the kernel has them all; 1 when it lacks only what the compat object does without
+ * (5.10 to 5.16), with err the line saying so; else -ENOTSUP with one line in err naming what
+ * is missing, from which kernel on each exists, and what to do. */
 int kernel_check__bpf(char *err, size_t n);
 
 /* Whether a pidfd can name any thread (PIDFD_THREAD, 6.9): the calls open at the stop are

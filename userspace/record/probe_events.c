@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -153,8 +154,8 @@ static int define_event(const char *group, const char *name, const char *path,
 	return err;
 }
 
-/* Each entry offset's probe id, by the event's id: before the event is opened, its first hit
- * finds it. */
+/* Each entry offset's cookie (probe id, and COOKIE_ODD_LINK), by the event's id: before the
+ * event is opened, its first hit finds it. */
 static int add_sites(struct probe_event *ev, const uint64_t *offsets, const uint64_t *cookies,
 		     size_t cnt)
 {
@@ -162,10 +163,8 @@ static int add_sites(struct probe_event *ev, const uint64_t *offsets, const uint
 
 	ev->offsets = xcalloc(cnt, sizeof(*ev->offsets));
 	for (size_t i = 0; i < cnt; i++) {
-		__u32 probe = cookies[i];
-
 		key.offset = offsets[i];
-		if (bpf_map_update_elem(ev->sites_fd, &key, &probe, BPF_ANY))
+		if (bpf_map_update_elem(ev->sites_fd, &key, &cookies[i], BPF_ANY))
 			return -errno;
 		ev->offsets[ev->cnt++] = offsets[i];
 	}
@@ -211,6 +210,10 @@ int probe_events__open(struct probe_event *ev, int prog_fd, int sites_fd, const 
 		goto fail;
 	}
 	ev->link_fd = bpf_link_create(prog_fd, ev->perf_fd, BPF_PERF_EVENT, &opts);
+	/* before 5.15 no perf link (nor cookie: the compat programs need none): the program is
+	 * set on the event, and goes with its fd (link_fd: a second fd of it) */
+	if (ev->link_fd < 0 && errno == EINVAL && !ioctl(ev->perf_fd, PERF_EVENT_IOC_SET_BPF, prog_fd))
+		ev->link_fd = fcntl(ev->perf_fd, F_DUPFD_CLOEXEC, 0);
 	if (ev->link_fd < 0) {
 		err = -errno;
 		goto fail;

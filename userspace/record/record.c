@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record/kernel_btf.h"
+#include "record/kernel_check.h"
 #include "record/recording.h"
 #include "record/launch.h"
 #include "store/push.h"
@@ -76,8 +77,22 @@ static int prepare(struct recording *r)
 	 * own, and the others on the machine take no trap */
 	r->tracked.resolve_flags = (opts->entry_only ? RESOLVE_ENTRY_ONLY : 0) |
 				   (opts->follow_given || opts->system_wide ? RESOLVE_SHARED : 0);
-	r->multi = r->tracked.attachment.multi = attach__multi_supported();
+	err = kernel_check__bpf(r->compat_note, sizeof(r->compat_note));
+	if (err < 0) {
+		pr_err("%s", r->compat_note);
+		return err;
+	}
+	/* the compat programs find each hit's probe by the tracefs event that fired: they have
+	 * no cookies */
+	r->compat = err == 1;
+	r->multi = r->tracked.attachment.multi = !r->compat && attach__multi_supported();
 	r->tracked.attachment.by_event = !r->multi && probe_events__supported();
+	if (r->compat && !r->tracked.attachment.by_event) {
+		pr_err("kernel lacks BPF cookies (5.15): tracer needs tracefs uprobe events here, and "
+		       "%s/uprobe_events cannot be used (mount tracefs there, or run tracer on Linux "
+		       "5.15 or later)", "/sys/kernel/tracing");
+		return -ENOTSUP;
+	}
 	err = opts->cmd ? recording__launch(r) : 0;
 	/* a target with more busy threads than CPUs would starve the reader of CPU time: records
 	 * would be lost and Ctrl-C answered only when the load ends. After the launch: the
@@ -182,6 +197,8 @@ static void announce(const struct recording *r)
 		snprintf(where, sizeof(where), "every process mapping them");
 	else
 		snprintf(where, sizeof(where), "%zu process%s", procs, procs == 1 ? "" : "es");
+	if (r->compat)
+		pr_warn("%s", r->compat_note);
 	pr_info("recording %zu function%s in %s (%s); Ctrl-C to stop", n, plural_s(n), where,
 		r->multi ? "uprobe_multi" : r->tracked.attachment.by_event ? "a tracefs uprobe event a "
 		"site" : "uprobe per function");

@@ -39,6 +39,8 @@ struct recording {
 	size_t primary;		/* targets asked for (-p or the launched command): the first ones */
 	size_t alive;		/* of those, still running */
 	bool multi;		/* uprobe_multi links */
+	bool compat;		/* the programs for 5.10-5.16 (record/kernel_check.h) */
+	char compat_note[320];	/* the line saying so, printed as recording starts */
 	struct bpf_link **stop_links; /* followed execs held at their entry point */
 	int *stop_pids;
 	uint64_t *stop_since; /* when each was set up: one that never arrives is let go */

@@ -8,6 +8,10 @@
 #include "util/proc.h"
 #include "util/util.h"
 #include "tracer.skel.h"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function" /* its open and destroy: only its bytes */
+#include "tracer_compat.skel.h"
+#pragma GCC diagnostic pop
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -202,11 +206,33 @@ int recording__choose_specs(struct recording *r)
 	return 0;
 }
 
+/* The compat object (kernels 5.10 to 5.16) through tracer_bpf's skeleton: the build checked
+ * that both have the same maps, programs and variables (Makefile). */
+static struct tracer_bpf *open_compat(void)
+{
+	struct tracer_bpf *skel = calloc(1, sizeof(*skel));
+	int err;
+
+	if (!skel)
+		return NULL;
+	err = tracer_bpf__create_skeleton(skel);
+	if (!err) {
+		skel->skeleton->data = (void *)tracer_compat_bpf__elf_bytes(&skel->skeleton->data_sz);
+		err = bpf_object__open_skeleton(skel->skeleton, NULL);
+	}
+	if (err) {
+		tracer_bpf__destroy(skel);
+		errno = -err;
+		return NULL;
+	}
+	return skel;
+}
+
 /* Opens the BPF object and sets it up for this recording; NULL (errno) if it cannot. */
 static struct tracer_bpf *open_bpf(struct recording *r, int ncpu, bool iter)
 {
 	struct record_opts *o = r->opts;
-	struct tracer_bpf *skel = tracer_bpf__open();
+	struct tracer_bpf *skel = r->compat ? open_compat() : tracer_bpf__open();
 
 	if (!skel)
 		return NULL;
@@ -244,7 +270,10 @@ static struct tracer_bpf *open_bpf(struct recording *r, int ncpu, bool iter)
 	} else {
 		irq_ctx__configure(skel);
 	}
-	py_record__configure(&r->py, skel, !o->no_python && !o->no_args, o->py_hz);
+	py_record__configure(&r->py, skel,
+			     r->compat ? "this kernel lacks bpf_loop, 5.17 on"
+			     : o->no_python || o->no_args ? "--no-python or --no-args" : NULL,
+			     o->py_hz);
 	return skel;
 }
 
@@ -258,15 +287,10 @@ int recording__load_bpf(struct recording *r)
 	/* the task iterator reads the calls open at the stop only where a pidfd cannot name a
 	 * thread (record/finish.c): elsewhere it is not loaded, and a kernel that refuses it
 	 * (iter/task 5.8, task storage from it) records without it */
-	bool iter = !kernel_check__pidfd_thread();
+	bool iter = !r->compat && !kernel_check__pidfd_thread();
 	struct tracer_bpf *skel;
 	int err;
 
-	err = kernel_check__bpf(r->err, sizeof(r->err));
-	if (err) {
-		pr_err("%s", r->err);
-		return err;
-	}
 	if (ncpu <= 0) {
 		pr_err("cannot count the CPUs: %s", strerror(-ncpu));
 		return ncpu ? ncpu : -EINVAL;
@@ -338,6 +362,10 @@ int recording__setup_tracked(struct recording *r)
 	t->attachment.sites_map_fd = bpf_map__fd(r->skel->maps.probe_sites);
 	t->exceptions.prog = r->skel->progs.on_exception;
 	t->exceptions.links.multi = t->attachment.multi;
+	/* the hook each hit is (EXC_THROW, EXC_CATCH) is the site's cookie: the compat programs
+	 * have no link cookies */
+	t->exceptions.links.by_event = t->attachment.by_event;
+	t->exceptions.links.sites_map_fd = t->attachment.sites_map_fd;
 	for (size_t i = 0; i < t->ntargets; i++) {
 		__u32 pid = t->targets[i].pid;
 		__u8 one = 1;
