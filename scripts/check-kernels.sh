@@ -23,7 +23,7 @@ TIMEOUT=${CHECK_KERNELS_TIMEOUT:-900}	# seconds per kernel (the 6.1 leg took abo
 # spans exact against the pipeline's log (uprobe_multi or the per-function fallback, whichever
 # the kernel has; and the fallback forced; uprobe_multi's pid filter checked), scheduler states, a clean stop (the calls open then:
 # through a thread's pidfd or the task iterator, whichever the kernel has, and loaded only there),
-# launch mode, Python frames by pid and in launch mode, --follow
+# launch mode, Python frames by pid and in launch mode, --follow, the overhead budget
 TESTS=${CHECK_KERNELS_TESTS:-"test_record:test_spans_match_ground_truth
 test_record:test_summary_counts_and_states test_record:test_stop_on_sigint_closes_open_spans
 test_record:test_open_calls_of_threads_read_without_pidfd_thread
@@ -31,7 +31,8 @@ test_record:test_task_iterator_loaded_only_without_pidfd_thread
 test_launch:test_launch_records_every_call test_launch:test_uprobe_multi_pid_filter_checked
 test_python:test_python_launch_mode
 test_python:test_python_follow_forked_workers
-test_faults:test_sigkill_uprobe_events_unprobed_then_removed"}
+test_faults:test_sigkill_uprobe_events_unprobed_then_removed
+test_sites:test_budget_sheds_the_costliest_probe"}
 # (not test_python_stage_functions: its target runs 5 s, less than tracer takes to load emulated)
 
 for t in "$OUTPUT/tracer" "$OUTPUT/targets/pipeline"; do

@@ -109,7 +109,7 @@ def rounds(lines):
     return [re.sub(r"^round \d+: ", "", l) for l in lines if l.startswith("round ")]
 
 
-def launch_cxx_throw(tmp, target):
+def launch_cxx_throw(tmp, target, env=None):
     """Launch mode, every ops:: function probed: the program's output is the untraced one's,
     every call of every logged function is a span ended as it was, none is incomplete."""
     out, log = os.path.join(tmp, "t.json"), os.path.join(tmp, "calls.log")
@@ -117,7 +117,8 @@ def launch_cxx_throw(tmp, target):
     want = untraced_output(cmd)
     p = subprocess.run([lib.TRACER, "--max-overhead", "0", "-u", SPEC.format(target), "-o", out,
                         "--"] + cmd +
-                       ["--log", log], capture_output=True, text=True, timeout=180)
+                       ["--log", log], capture_output=True, text=True, timeout=180,
+                       env=dict(os.environ, **env) if env else None)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[1:] == want
     trace, text = load_trace(out)
@@ -143,6 +144,17 @@ def launch_cxx_throw(tmp, target):
 
 def test_cxx_throw_through_probed_frames(tmp):
     launch_cxx_throw(tmp, "cxx_throw")
+
+
+def test_cxx_throw_uprobe_events(tmp):
+    """Without uprobe_multi (6.1): the hooks on the unwinder are tracefs events too, each hit's
+    hook (throw or catch) found by the probe that fired, as the calls' are."""
+    launch_cxx_throw(tmp, "cxx_throw", env={"TRACER_NO_UPROBE_MULTI": "1"})
+
+
+def test_cxx_throw_compat(tmp):
+    """The programs for older kernels (no link cookies at all): the same."""
+    launch_cxx_throw(tmp, "cxx_throw", env={"TRACER_NO_BPF_FEATURE": "bpf_loop"})
 
 
 def test_cxx_throw_under_asan(tmp):
