@@ -52,21 +52,17 @@ struct {
 	__type(value, __u64);
 } probe_sites SEC(".maps");
 
-/* The link's cookie, with the probe id of this hit where the link is a tracefs event's. The
- * kernel's dispatcher of uprobe events runs the event's programs with current->utask->vaddr
- * pointing at the probe that fired (uprobe_dispatch_data: its trace_uprobe), which holds the
- * offset probed and its event: no lock taken, nothing guessed. Not inlined: its stack is not in
- * the Python reads' chain. */
-static __noinline __u64 site_cookie(struct pt_regs *ctx)
+/* The probe id (and COOKIE_ODD_LINK) of a tracefs event's hit. The kernel's dispatcher of
+ * uprobe events runs the event's programs with current->utask->vaddr pointing at the probe that
+ * fired (uprobe_dispatch_data: its trace_uprobe), which holds the offset probed and its event:
+ * no lock taken, nothing guessed. Not inlined: its stack is not in the Python reads' chain. */
+static __noinline __u64 site_lookup(void)
 {
-	__u64 cookie = link_cookie(ctx);
 	struct uprobe_dispatch_data *udd;
 	struct site_key key = {};
 	struct trace_uprobe *tu;
 	__u64 *site;
 
-	if (!(cookie & COOKIE_BY_SITE))
-		return cookie;
 	udd = (void *)BPF_CORE_READ(current_task(), utask, vaddr);
 	tu = BPF_CORE_READ(udd, tu);
 	key.offset = BPF_CORE_READ(tu, offset);
@@ -76,6 +72,15 @@ static __noinline __u64 site_cookie(struct pt_regs *ctx)
 		return *site;
 	count(CNT_UNKNOWN_SITES);
 	return 0xffffffffull; /* no probe: probe_cfgs has no such id */
+}
+
+/* The link's cookie, or the site's where the link is a tracefs event's (COOKIE_BY_SITE): the
+ * uprobe_multi route takes no call. */
+static __always_inline __u64 site_cookie(struct pt_regs *ctx)
+{
+	__u64 cookie = link_cookie(ctx);
+
+	return cookie & COOKIE_BY_SITE ? site_lookup() : cookie;
 }
 
 /* Frame flags besides the probe's: pushed through a link with COOKIE_ODD_LINK; returned (the
