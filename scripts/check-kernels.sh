@@ -35,7 +35,7 @@ test_faults:test_sigkill_uprobe_events_unprobed_then_removed
 test_sites:test_budget_sheds_the_costliest_probe"}
 # (not test_python_stage_functions: its target runs 5 s, less than tracer takes to load emulated)
 
-for t in "$OUTPUT/tracer" "$OUTPUT/targets/pipeline"; do
+for t in "$OUTPUT/tracer" "$OUTPUT/targets/pipeline" "$OUTPUT/targets/prologues"; do
 	[ -x "$t" ] || { echo "check-kernels: no $t (make check-kernels builds it)" >&2; exit 1; }
 done
 for c in qemu-system-x86_64 cpio; do command -v "$c" >/dev/null ||
