@@ -70,7 +70,7 @@ struct {
 } usdt_cfgs __weak SEC(".maps");
 
 /* Per-thread state. Kernels 5.11 on keep it in task storage, reached from the task and gone
- * with it. The compat object (make: tracer_compat.bpf.o, for 5.10) keeps it in a hash by
+ * with it. The compat object (tracer_compat.bpf.o, for 5.10 to 5.16) keeps it in a hash by
  * thread id instead, made from storage_zero on first use and deleted at the thread's exit
  * (sched.bpf.c on_exit); preallocated, as its programs may run where allocating cannot. Both
  * objects have the same maps, programs and variables: userspace loads either through one
