@@ -43,6 +43,8 @@ endif
 
 .DELETE_ON_ERROR:
 .PHONY: all clean install check check-offline golden-update guide-images unit test-bins demo
+# the link is made on every run: another tree's make (OUTPUT=.output-san) may have moved it
+.PHONY: tracer
 
 all: tracer
 
@@ -130,7 +132,7 @@ golden-update: tracer
 demo: tracer $(OUTPUT)/targets/pipeline
 	$(Q)scripts/demo.sh
 
-install: tracer install-extras
+install: $(OUTPUT)/tracer install-extras
 	install -Dm755 $(OUTPUT)/tracer $(DESTDIR)$(PREFIX)/bin/tracer
 	install -d $(DESTDIR)$(PREFIX)/share/tracer/probes
 	install -m644 probes/*.json $(DESTDIR)$(PREFIX)/share/tracer/probes/

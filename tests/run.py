@@ -54,7 +54,14 @@ def report(r):
     status, name, detail = r
     print(f"{status.upper():4} {name}", flush=True)
     if status == "fail" and detail:
-        for line in detail.splitlines()[-30:]:
+        lines = detail.splitlines()
+        # a sanitizer's report says what and where in its first lines: keep them too
+        head = next((i for i, l in enumerate(lines) if "ERROR: AddressSanitizer" in l
+                     or "runtime error:" in l), None)
+        if head is not None and head < len(lines) - 30:
+            for line in lines[head:head + 30] + ["..."]:
+                print(f"     {line}", flush=True)
+        for line in lines[-30:]:
             print(f"     {line}", flush=True)
 
 

@@ -14,6 +14,11 @@
 struct deadline {
 	pthread_t thread;
 	bool running;
+	/* deadline__stop wakes the thread through these: no pthread_cancel, whose unwinding
+	 * leaves AddressSanitizer's poison on the thread's stack (google/sanitizers#1399) */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stopping;		/* under lock */
 	uint64_t at;		/* CLOCK_MONOTONIC ns */
 	volatile uint32_t *phase; /* the BPF programs' (enum record_phase) */
 	uint64_t ended;		/* when the thread ended the recording; 0: it has not (atomic) */
