@@ -6,8 +6,15 @@
  * Whatever tracer costs beyond this is tracer's own. Closing the per-function links, it sets
  * /sys/kernel/rcu_expedited meanwhile, as tracer does (record/expedite.c).
  *
- * Usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k] [-t]
+ * Usage: floor -p PID {-f FUNC[,FUNC...] | -o OFF[,OFF...] | -u OFF[,OFF...]} [-x OBJECT]
+ *              [-e] [-c] [-k] [-t]
  *   -x OBJECT  the ELF file the functions are in (default /proc/PID/exe)
+ *   -o OFF,..  functions by file offset (decimal or 0x), as -f: the sites tracer chose, from
+ *              a trace's metadata (bench/frameworks.py)
+ *   -u OFF,..  plain uprobes, no return probe, at these file offsets: the entries and exits of
+ *              functions tracer probes at their exits (C++), and its entry-only probes
+ *   -a         probes for every process mapping the object, as tracer's --follow has them (the
+ *              children the target forks); it still runs until PID exits (uprobe_multi only)
  *   -t         every function on one event of tracefs's uprobe_events a direction (a multi-probe
  *              event, kernel 5.5+), one perf tracepoint event and link each, as tracer does
  *              without uprobe_multi (record/probe_events.c)
@@ -82,22 +89,42 @@ static int resolve(const char *path, char *list, uint64_t **offsets, size_t *cnt
 	return err;
 }
 
+/* A list of file offsets, appended to *offsets. */
+static int parse_offsets(char *list, uint64_t **offsets, size_t *cnt)
+{
+	char *save = NULL, *end;
+
+	for (char *o = strtok_r(list, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		errno = 0;
+		*offsets = xrealloc(*offsets, *cnt + 1, sizeof(uint64_t));
+		(*offsets)[(*cnt)++] = strtoull(o, &end, 0);
+		if (errno || *end || end == o) {
+			fprintf(stderr, "floor: not a file offset: %s\n", o);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+#define USAGE "usage: floor -p PID {-f FUNC[,FUNC...] | -o OFF[,...] | -u OFF[,...]} " \
+	      "[-x OBJECT] [-a] [-e] [-c] [-k] [-t]\n"
+
 int main(int argc, char **argv)
 {
-	char exe[64], *funcs = NULL;
+	char exe[64], *funcs = NULL, *func_offsets = NULL, *plain = NULL;
 	const char *path = NULL;
-	bool entry_only = false, count = false, clock = false, tracefs = false;
+	bool entry_only = false, count = false, clock = false, tracefs = false, all = false;
 	struct probe_event tev[2] = { { .link_fd = -1 }, { .link_fd = -1 } };
 	char real[PATH_MAX];
 	struct empty_probes e = { .prog_fd = { -1, -1 } };
 	struct expedite x = { 0 };
-	uint64_t *offsets = NULL, runs[2] = { 0, 0 }, ns;
+	uint64_t *offsets = NULL, *plain_offsets = NULL, runs[2] = { 0, 0 }, ns;
 	int pid = 0, opt, err, stats_fd = -1, pidfd = -1, sigfd;
 	struct pollfd pfd[2];
-	size_t cnt = 0;
+	size_t cnt = 0, nplain = 0;
 	sigset_t mask;
 
-	while ((opt = getopt(argc, argv, "p:f:x:eckt")) != -1) {
+	while ((opt = getopt(argc, argv, "p:f:o:u:x:aeckt")) != -1) {
 		switch (opt) {
 		case 'p':
 			pid = atoi(optarg);
@@ -105,8 +132,17 @@ int main(int argc, char **argv)
 		case 'f':
 			funcs = optarg;
 			break;
+		case 'o':
+			func_offsets = optarg;
+			break;
+		case 'u':
+			plain = optarg;
+			break;
 		case 'x':
 			path = optarg;
+			break;
+		case 'a':
+			all = true;
 			break;
 		case 'e':
 			entry_only = true;
@@ -121,18 +157,20 @@ int main(int argc, char **argv)
 			tracefs = true;
 			break;
 		default:
-			fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k] [-t]\n");
+			fprintf(stderr, USAGE);
 			return 2;
 		}
 	}
-	if (pid <= 0 || !funcs) {
-		fprintf(stderr, "usage: floor -p PID -f FUNC[,FUNC...] [-x OBJECT] [-e] [-c] [-k] [-t]\n");
+	if (pid <= 0 || (!funcs && !func_offsets && !plain) || ((plain || all) && tracefs)) {
+		fprintf(stderr, USAGE);
 		return 2;
 	}
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
 	if (!path)
 		path = exe;
-	if (resolve(path, funcs, &offsets, &cnt))
+	if ((funcs && resolve(path, funcs, &offsets, &cnt)) ||
+	    (func_offsets && parse_offsets(func_offsets, &offsets, &cnt)) ||
+	    (plain && parse_offsets(plain, &plain_offsets, &nplain)))
 		return 1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -154,14 +192,21 @@ int main(int argc, char **argv)
 	}
 	err = clock ? empty_probes__open_clock(&e, !tracefs && attach__multi_supported())
 		    : empty_probes__open(&e, !tracefs && attach__multi_supported());
+	if (!err && all && !e.multi) {
+		fprintf(stderr, "floor: -a needs uprobe_multi (kernel 6.6 on)\n");
+		empty_probes__close(&e);
+		return 1;
+	}
 	if (!err && !e.multi && !tracefs) /* as tracer: two descriptors a link */
-		attach__enough_fds(4 * cnt);
-	if (!err && !entry_only)
+		attach__enough_fds(4 * (cnt + nplain));
+	if (!err && !entry_only && cnt)
 		err = tracefs ? tracefs_attach(&e, real, offsets, cnt, pid, true, &tev[1])
-			      : empty_probes__attach(&e, path, offsets, cnt, pid, true);
-	if (!err)
+			      : empty_probes__attach(&e, path, offsets, cnt, all ? 0 : pid, true);
+	if (!err && cnt)
 		err = tracefs ? tracefs_attach(&e, real, offsets, cnt, pid, false, &tev[0])
-			      : empty_probes__attach(&e, path, offsets, cnt, pid, false);
+			      : empty_probes__attach(&e, path, offsets, cnt, all ? 0 : pid, false);
+	if (!err && nplain)
+		err = empty_probes__attach(&e, path, plain_offsets, nplain, all ? 0 : pid, false);
 	if (err) {
 		fprintf(stderr, "floor: cannot attach to %s in pid %d: %s\n", path, pid,
 			strerror(-err));
@@ -170,7 +215,7 @@ int main(int argc, char **argv)
 		empty_probes__close(&e);
 		return 1;
 	}
-	fprintf(stderr, "floor: attached %zu probes (%s); recording\n", cnt,
+	fprintf(stderr, "floor: attached %zu probes (%s); recording\n", cnt + nplain,
 		tracefs ? "one tracefs event a direction" : e.multi ? "uprobe_multi"
 								    : "uprobe per function");
 	pfd[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
@@ -191,5 +236,6 @@ int main(int argc, char **argv)
 	empty_probes__close(&e);
 	expedite__end(&x);
 	free(offsets);
+	free(plain_offsets);
 	return 0;
 }

@@ -50,6 +50,9 @@ struct py_thread {
 	__u64 retry_ns;	 /* tstate == 0: when to look for it again */
 	__u64 retry_gap; /* the wait before that retry */
 	__u64 stack_hash; /* of the last submitted read's frames (stack_step) */
+	/* the last probe hit's read (PY_READ_PROBE): its call's stack pointer (0: none, or the
+	 * read failed), its innermost frame (stack_step) and the whole stack's hash */
+	__u64 probe_sp, probe_top, probe_hash;
 	__u64 woke_ns;	 /* when it last woke another thread */
 	__u32 submitted; /* a read was submitted since the thread was first seen */
 	__u32 busy;	 /* a read is under way: one that interrupts it (tick, switch) waits */
@@ -318,7 +321,7 @@ static __always_inline bool gil_wait(const struct py_proc_cfg *cfg)
 	return gil && uaddr >= gil + cfg->gil_lo && uaddr < gil + cfg->gil_hi;
 }
 
-static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason,
+static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason, __u64 sp, __u64 outer_sp,
 				      const struct py_proc_cfg *cfg, __u32 tgid,
 				      struct py_thread *th)
 {
@@ -326,7 +329,7 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason,
 	struct py_stack_rec *rec = &th->rec;
 	/* the innermost frame is read into the record (the thread's own): not on the stack */
 	struct py_frame *top = &rec->frames[0];
-	__u64 tstate, frame, next = 0, hash = 0;
+	__u64 tstate, frame, next = 0, hash = 0, top_h = 0;
 	__u32 depth = 0, flags = 0;
 	void *ring;
 	__u64 size;
@@ -354,8 +357,20 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason,
 		th->submitted = 0;
 		goto submit;
 	}
+	if (frame)
+		top_h = stack_step(0, frame, top);
+	/* A hit nested in a probed native call (outer_sp) whose entry read the stack, found the
+	 * same innermost frame at the same instruction: that frame made the call and cannot run
+	 * until it returns, nor the frames below it; a callback's frames would be above it, and
+	 * any read since that changed the stack changed its hash. The walk would find the same
+	 * stack: left out, a few reads instead of a few per frame. */
+	if (outer_sp && outer_sp == th->probe_sp && top_h && top_h == th->probe_top &&
+	    th->submitted && th->stack_hash == th->probe_hash) {
+		flags = PY_SAME;
+		goto submit;
+	}
 	if (frame) {
-		hash = stack_step(0, frame, top);
+		hash = top_h;
 		depth = 1;
 		frame = next;
 	}
@@ -384,10 +399,16 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason,
 	if (!(flags & PY_FAULT) && th->submitted && hash == th->stack_hash) {
 		flags = PY_SAME;
 		depth = 0;
-		goto submit;
+	} else {
+		th->submitted = !(flags & PY_FAULT);
+		th->stack_hash = hash;
 	}
-	th->submitted = !(flags & PY_FAULT);
-	th->stack_hash = hash;
+	/* what the hits nested in the call now entered compare with (above) */
+	if (reason == PY_READ_PROBE) {
+		th->probe_sp = flags & PY_FAULT ? 0 : sp;
+		th->probe_top = top_h;
+		th->probe_hash = hash;
+	}
 submit:
 	if (reason == PY_READ_BLOCK && gil_wait(cfg))
 		flags |= PY_GIL;
@@ -416,7 +437,7 @@ submit:
 	return 0;
 }
 
-__hidden __u64 py_read(__u64 ts, __u32 reason)
+__hidden __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS, pe;
 	const struct py_proc_cfg *cfg;
@@ -455,7 +476,7 @@ __hidden __u64 py_read(__u64 ts, __u32 reason)
 	else if (py_entering_tid[pe = py_entering_here()] == (__u32)bpf_get_current_pid_tgid() &&
 		 *(volatile __u64 *)&py_entering_ns[pe])
 		ts = *(volatile __u64 *)&py_entering_ns[pe];
-	read_stack(ts, at, reason, cfg, tgid, th);
+	read_stack(ts, at, reason, sp, outer_sp, cfg, tgid, th);
 	th->busy = 0;
 	/* what reading cost the thread, from the caller's clock reading to now */
 	took = bpf_ktime_get_ns() - at;
@@ -483,7 +504,7 @@ __hidden void py_woke(__u64 now)
 #else
 /* Kernels before 5.17 (the compat object): no bpf_loop, no frames read (userspace says so in
  * the summary, and loads none of the programs below). */
-__hidden __u64 py_read(__u64 ts, __u32 reason)
+__hidden __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp)
 {
 	return 0;
 }
@@ -497,7 +518,8 @@ __hidden void py_woke(__u64 now)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(py_on_switch, SWITCH_ARGS)
 {
-	py_read(bpf_ktime_get_ns(), preempt || !PREV_STATE ? PY_READ_PREEMPT : PY_READ_BLOCK);
+	py_read(bpf_ktime_get_ns(), preempt || !PREV_STATE ? PY_READ_PREEMPT : PY_READ_BLOCK, 0,
+		0);
 	return 0;
 }
 
@@ -505,7 +527,7 @@ int BPF_PROG(py_on_switch, SWITCH_ARGS)
 SEC("perf_event")
 int py_on_tick(struct bpf_perf_event_data *ctx)
 {
-	py_read(bpf_ktime_get_ns(), PY_READ_TICK);
+	py_read(bpf_ktime_get_ns(), PY_READ_TICK, 0, 0);
 	return 0;
 }
 

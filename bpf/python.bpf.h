@@ -10,9 +10,11 @@
 extern volatile __u32 py_active;
 
 /* Reads the current thread's Python stack if its process runs a known interpreter, and submits
- * it (enum py_read_reason), at ts, or at the time it takes itself when ts is 0. Returns the
- * time of the read, or 0 when nothing was read. */
-__u64 py_read(__u64 ts, __u32 reason);
+ * it (enum py_read_reason), at ts, or at the time it takes itself when ts is 0. A probe hit
+ * (PY_READ_PROBE) gives its stack pointer sp, and outer_sp, the stack pointer of the probed
+ * native call it is nested in (0: none): see read_stack. Returns the time of the read, or 0
+ * when nothing was read. */
+__u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp);
 
 /* The current thread woke another at now (sched_waking, not from an interrupt): its next
  * preemption may be that waking's (PY_WOKE). */

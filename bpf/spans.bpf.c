@@ -198,6 +198,20 @@ static __always_inline void capture_entry(struct pt_regs *ctx, const struct prob
 	}
 }
 
+/* The stack pointer of the probed native call this hit at sp is nested in, still open (above
+ * sp: not one that returned unseen), and not an interpreter wait (whose entry reads no Python
+ * stack); 0 if none. */
+static __always_inline __u64 outer_native_call(const struct span_stack *st, __u64 sp)
+{
+	__u32 top = st->depth;
+	const struct frame *f;
+
+	if (top == 0 || top > MAX_FRAMES)
+		return 0;
+	f = &st->frames[(top - 1) & (MAX_FRAMES - 1)];
+	return f->sp > sp && !(f->flags & PROBE_PY_WAIT) ? f->sp : 0;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(span_enter)
 {
@@ -246,7 +260,7 @@ int BPF_KPROBE(span_enter)
 	/* The Python line that called this native function: read first, and at the span's own
 	 * start, so that no other read of this thread can come between them. */
 	if (py_active && !(cfg->flags & PROBE_PY_WAIT)) {
-		__u64 t = py_read(0, PY_READ_PROBE);
+		__u64 t = py_read(0, PY_READ_PROBE, sp, outer_native_call(st, sp));
 
 		if (t)
 			now = t;
@@ -328,7 +342,7 @@ static __always_inline int end_call(struct pt_regs *ctx, __u64 entry_sp, __u64 n
 			return 0;
 		}
 		if (py_active) /* stamped with the wait's start: see py_read */
-			py_read(0, PY_READ_WAIT);
+			py_read(0, PY_READ_WAIT, 0, 0);
 	}
 	emit_span(st, top, now, 0);
 	f->flags |= FRAME_RETURNED;

@@ -6,6 +6,7 @@ import importlib.util
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import lib
@@ -90,6 +91,33 @@ def test_floor_counts_every_call_perf_uprobes(tmp):
     line, w = run_floor({"TRACER_NO_UPROBE_MULTI": "1"})
     assert "uprobe per function" in line, line
     assert w == ["entry_hits", "40000", "return_hits", "40000"], w
+
+
+def test_floor_on_the_sites_tracer_attached(tmp):
+    """Row 8's floor: the sites read from a trace's metadata (frameworks.floor_sites), given by
+    file offset (-o: entry and return probes, -u: a plain uprobe), in every process that maps
+    the object (-a, as tracer's --follow probes): a second loop's calls count too."""
+    sys.path.insert(0, os.path.join(lib.ROOT, "bench"))
+    import frameworks
+    _, trace, _ = record_loop(tmp, "bench_push", 1, 1000, 20000)
+    sites = frameworks.floor_sites(trace["metadata"])
+    site = trace["metadata"]["probes"][0].get("site_offset",
+                                              trace["metadata"]["probes"][0]["offset"])
+    assert sites == {"loop": ([site], [])}, sites
+    a, other = Loop("-f", "bench_push", "-t", 2, "-n", 20000), Loop("-f", "bench_push", "-n", 10000)
+    floor = subprocess.Popen([bench_tool("floor"), "-p", str(a.pid), "-x", bench_tool("loop"),
+                              "-o", str(site), "-u", hex(site), "-a", "-c"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lib._procs.append(floor)
+    line = floor.stderr.readline()
+    assert "attached 2 probes" in line, line + floor.stderr.read()
+    a.wait_probed()
+    other.wait_probed()
+    assert other.run() == 10000 and a.run() == 40000
+    out, err = floor.communicate(timeout=60)
+    assert floor.returncode == 0, err
+    # each call: the entry of -o and the plain uprobe of -u on the same instruction, one return
+    assert out.split() == ["entry_hits", "100000", "return_hits", "50000"], out
 
 
 def record_loop(tmp, func, threads, calls, rate):

@@ -1,5 +1,6 @@
 """Python frames: a threaded Python pipeline of our own (tests/targets/py_pipeline.py), attached by
 pid, each stage function found on its own thread with the total time the pipeline logged."""
+import bisect
 import collections
 import glob
 import math
@@ -604,3 +605,38 @@ def test_python_sibling_calls_each_their_own(tmp):
         assert len(got[name]) >= 0.95 * len(want), (name, len(got[name]), len(want))
         assert abs(sum(got[name]) - sum(want)) <= 0.05 * sum(want), \
             (name, sum(got[name]), sum(want))
+
+
+def test_python_callbacks_between_nested_native_calls(tmp):
+    """labs() called by helper(), twice per call of a Python comparator that libc's qsort calls:
+    each labs hit is nested in an open qsort call, under the callback's frames. A hit nested in
+    a native call may skip the stack walk only where no Python ran since that call's entry;
+    here Python ran, and each helper call is its own span (a walk skipped wrongly merges the
+    second helper call of each comparison into the first: half as many spans)."""
+    log, out = os.path.join(tmp, "cb.log"), os.path.join(tmp, "cb.json")
+    p, (pid,) = lib.start_ready([PYTHON, os.path.join(lib.ROOT, "tests", "targets",
+                                                      "py_callbacks.py"), "300", log])
+    tr = start_tracer("-p", pid, "-u", "other:libc.so.6:qsort", "-u", "other:libc.so.6:labs",
+                      "-o", out)
+    sigusr1(pid)
+    wait_exit(p)
+    tr.send_signal(signal.SIGINT)
+    rc, err = finish_tracer(tr)
+    assert rc == 0, err
+    with open(log) as f:
+        want = {name: int(n) for name, n in (line.split() for line in f)}
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    by_name = collections.defaultdict(list)
+    for e in spans(trace):
+        by_name[e["name"]].append(e)
+    assert want["helper"] == 2 * want["compare"] > 1000, want
+    assert len(by_name["qsort"]) == want["stage"], (len(by_name["qsort"]), want)
+    assert len(by_name["labs"]) == want["helper"], (len(by_name["labs"]), want)
+    helpers = sorted((e["ts"], e["ts"] + e["dur"]) for e in by_name["helper"])
+    assert 0.98 * want["helper"] <= len(helpers) <= want["helper"], (len(helpers), want)
+    # each labs call inside a helper span
+    starts = [h[0] for h in helpers]
+    for e in by_name["labs"]:
+        i = bisect.bisect_right(starts, e["ts"]) - 1
+        assert i >= 0 and helpers[i][1] >= e["ts"] + e["dur"] - 1e-3, e

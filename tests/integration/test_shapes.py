@@ -310,12 +310,19 @@ def test_cxx_calls_end_at_their_exits_no_warning(tmp):
     assert len(done) >= len(conv) - 1 > 20, (len(done), len(conv))
     assert all(e["dur"] >= 200 for e in done), [e for e in done if e["dur"] < 200][:3]
     assert [x["exits"] for x in trace["metadata"]["probes"]] == [1]
+    # where that exit is (what make bench's floor probes): a ret in the file, in the function
+    (probe,) = trace["metadata"]["probes"]
+    with open(lib.target("cxx_ops"), "rb") as f:
+        f.seek(probe["exit_offsets"][0])
+        assert f.read(1) == b"\xc3", probe
+    assert probe["offset"] < probe["exit_offsets"][0], probe
     rc, err = lib.run_tracer("-p", pid, "--entry-only", "-u", spec, "-d", "2", "-o", out)
     assert rc == 0, err
     trace, text = load_trace(out)
     assert check_format(trace, text) == []
     instants = [e for e in trace["traceEvents"] if e["ph"] == "i" and e["name"] == "onnx::Conv::Compute"]
     assert len(instants) > 20 and not spans(trace), (len(instants), len(spans(trace)))
+    assert [x.get("entry_only") for x in trace["metadata"]["probes"]] == [True]
     p.kill()
 
 

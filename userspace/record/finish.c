@@ -341,8 +341,18 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 			cJSON_AddStringToObject(o, "site_past", p->site_past);
 		}
 		/* where its calls end, probed instead of its return (C++ exceptions pass it) */
-		if (p->nexits)
+		if (p->nexits) {
+			cJSON *x = cJSON_AddArrayToObject(o, "exit_offsets");
+
 			cJSON_AddNumberToObject(o, "exits", p->nexits);
+			for (size_t k = 0; k < p->nexits; k++)
+				cJSON_AddItemToArray(x, cJSON_CreateNumber(p->exits[k]));
+		}
+		/* how it is attached, besides: a USDT note's site, or no return probe */
+		if (p->cfg.flags & PROBE_USDT)
+			cJSON_AddBoolToObject(o, "usdt", true);
+		else if (p->cfg.flags & PROBE_ENTRY_ONLY)
+			cJSON_AddBoolToObject(o, "entry_only", true);
 		cJSON_AddItemToArray(a, o);
 	}
 	o = cJSON_AddObjectToObject(m, "counts");
