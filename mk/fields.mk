@@ -6,7 +6,16 @@ GST_CFLAGS := $(shell $(PKG_CONFIG) --cflags gstreamer-1.0 2>/dev/null && echo -
 $(OUTPUT)/fields:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/fields/struct_fields: tools/struct_fields.c mk/fields.mk | $(OUTPUT)/fields
+# The flags found, in a file rewritten only when they change: headers installed after a first
+# build (make before scripts/install-deps.sh) remake the table, which had stayed empty.
+$(OUTPUT)/fields/cflags: fields-check | $(OUTPUT)/fields
+	$(Q)echo '$(GST_CFLAGS)' | cmp -s - $@ || echo '$(GST_CFLAGS)' > $@
+
+.PHONY: fields-check
+fields-check:
+
+$(OUTPUT)/fields/struct_fields: tools/struct_fields.c mk/fields.mk $(OUTPUT)/fields/cflags \
+		| $(OUTPUT)/fields
 	$(call msg,CC,$@)
 	$(Q)$(CC) -Wall $(GST_CFLAGS) $< -o $@
 
