@@ -507,6 +507,12 @@ def start_ffmpeg_realtime(inp):
     return p
 
 
+def mapped_files(pid):
+    """The paths of the files pid maps, sorted."""
+    with open(f"/proc/{pid}/maps") as f:
+        return sorted(set(l.split()[-1] for l in f if len(l.split()) >= 6 and "/" in l))
+
+
 def wait_maps(pid, what, timeout=10):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -51,8 +51,7 @@ def pack_functions(b, pid):
     {library path: [function, ...]}."""
     with open(os.path.join(b.ROOT, "probes", "ffmpeg.json")) as f:
         pack = json.load(f)
-    with open(f"/proc/{pid}/maps") as f:
-        libs = sorted(set(l.split()[-1] for l in f if len(l.split()) >= 6 and "/" in l))
+    libs = b.mapped_files(pid)
     by_lib = {}
     for p in pack["probes"]:
         for lib in libs:

@@ -88,9 +88,7 @@ def floor_sites(meta):
 def start_floor(b, pid, sites, follow):
     """One floor process per object the target maps now, attached; and the objects it does not
     map yet (tracer probes those when they are loaded; the floor leaves them out)."""
-    with open(f"/proc/{pid}/maps") as f:
-        paths = {os.path.basename(l.split()[-1]): l.split()[-1] for l in f
-                 if len(l.split()) >= 6 and "/" in l}
+    paths = {os.path.basename(path): path for path in b.mapped_files(pid)}
     procs, missing = [], []
     for obj, (ret, plain) in sorted(sites.items()):
         if obj not in paths:
@@ -151,8 +149,9 @@ def run_once(b, cmd, args, hold, tool, sites=None):
 
 
 def measure(b, cmd, args, hold, rounds):
-    """Per round: CPU ratio and pace ratio of tracer and of the floor to the untraced run, the rise tracer claims, tracer's own CPU time over the target's; the untraced
-    CPU times; the objects the floor could not probe."""
+    """Per round: CPU ratio and pace ratio of tracer and of the floor to the untraced run, the
+    rise tracer claims, tracer's own CPU time over the target's; the untraced CPU times; the
+    objects the floor could not probe."""
     tools, missing = [None, "floor", "tracer"], []
     # the sites tracer attaches: from a first traced run, not counted
     sites = floor_sites(run_once(b, cmd, args, hold, "tracer")[2])

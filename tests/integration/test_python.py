@@ -607,14 +607,14 @@ def test_python_sibling_calls_each_their_own(tmp):
             (name, sum(got[name]), sum(want))
 
 
-def test_python_callbacks_between_nested_native_calls(tmp):
+def test_python_callbacks_between_nested_native_calls(tmp, python=PYTHON):
     """labs() called by helper(), twice per call of a Python comparator that libc's qsort calls:
     each labs hit is nested in an open qsort call, under the callback's frames. A hit nested in
     a native call may skip the stack walk only where no Python ran since that call's entry;
     here Python ran, and each helper call is its own span (a walk skipped wrongly merges the
     second helper call of each comparison into the first: half as many spans)."""
     log, out = os.path.join(tmp, "cb.log"), os.path.join(tmp, "cb.json")
-    p, (pid,) = lib.start_ready([PYTHON, os.path.join(lib.ROOT, "tests", "targets",
+    p, (pid,) = lib.start_ready([python, os.path.join(lib.ROOT, "tests", "targets",
                                                       "py_callbacks.py"), "300", log])
     tr = start_tracer("-p", pid, "-u", "other:libc.so.6:qsort", "-u", "other:libc.so.6:labs",
                       "-o", out)
@@ -640,3 +640,12 @@ def test_python_callbacks_between_nested_native_calls(tmp):
     for e in by_name["labs"]:
         i = bisect.bisect_right(starts, e["ts"]) - 1
         assert i >= 0 and helpers[i][1] >= e["ts"] + e["dur"] - 1e-3, e
+
+
+# the oldest and newest frame layouts (PyFrameObject; _PyInterpreterFrame with entry shims)
+def test_python_callbacks_between_nested_native_calls_3_8(tmp):
+    test_python_callbacks_between_nested_native_calls(tmp, python=pyenv_python(8))
+
+
+def test_python_callbacks_between_nested_native_calls_3_13(tmp):
+    test_python_callbacks_between_nested_native_calls(tmp, python=pyenv_python(13))
