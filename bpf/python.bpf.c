@@ -443,7 +443,7 @@ __hidden __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp)
 	const struct py_proc_cfg *cfg;
 	struct span_stack *st;
 	struct py_thread *th;
-	__u64 *ns, took, at;
+	__u64 *ns, took, at, stamp = 0;
 
 	if (!py_active || phase >= PHASE_DETACHING) /* paused, or the recording ended */
 		return 0;
@@ -466,17 +466,20 @@ __hidden __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp)
 	ts = at;
 	/* Inside a wait of the interpreter's own (a lock, the GIL taken back) the stack is what it
 	 * was when the wait began: stamped so, what changed before the wait is not taken to have
-	 * changed during it; and so while its entry is being pushed (spans.bpf.c span_enter). */
+	 * changed during it; and so while its entry is being pushed (spans.bpf.c span_enter).
+	 * Inside a program that ends a call, the stack is the one it returned to, at its end. */
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 	if (st && *(volatile __u64 *)&st->entering_ns)
 		ts = *(volatile __u64 *)&st->entering_ns;
 	else if (st && st->depth > 0 && st->depth <= MAX_FRAMES &&
 	    (st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].flags & PROBE_PY_WAIT))
 		ts = st->frames[(st->depth - 1) & (MAX_FRAMES - 1)].start_ns;
-	else if (py_entering_tid[pe = py_entering_here()] == (__u32)bpf_get_current_pid_tgid() &&
-		 *(volatile __u64 *)&py_entering_ns[pe])
-		ts = *(volatile __u64 *)&py_entering_ns[pe];
-	read_stack(ts, at, reason, sp, outer_sp, cfg, tgid, th);
+	else if (py_stamp_tid[pe = py_stamp_here()] == (__u32)bpf_get_current_pid_tgid() &&
+		 (stamp = *(volatile __u64 *)&py_stamp_ns[pe]))
+		ts = stamp;
+	/* (a call's end not read yet: this read would come first with a later time) */
+	if (stamp != PY_STAMP_PENDING)
+		read_stack(ts, at, reason, sp, outer_sp, cfg, tgid, th);
 	th->busy = 0;
 	/* what reading cost the thread, from the caller's clock reading to now */
 	took = bpf_ktime_get_ns() - at;

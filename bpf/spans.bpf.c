@@ -37,8 +37,8 @@ static __always_inline bool traced_process(bool entry)
  * recorded (the calls still open are read from task storage). */
 volatile __u32 phase = PHASE_ATTACHING;
 
-__u64 py_entering_ns[PY_ENTERING_CPUS]; /* tracer.bpf.h */
-__u32 py_entering_tid[PY_ENTERING_CPUS];
+__u64 py_stamp_ns[PY_STAMP_CPUS]; /* tracer.bpf.h */
+__u32 py_stamp_tid[PY_STAMP_CPUS];
 const char storage_zero[sizeof(struct span_stack)] = {}; /* tracer.bpf.h */
 
 /* The cookie of each of the tracefs events' sites (COOKIE_BY_SITE): the probe id, and
@@ -234,10 +234,8 @@ int BPF_KPROBE(span_enter)
 	if (!cfg || (cfg->flags & PROBE_SHED))
 		return 0;
 	/* (the slot and tid are read again at the end, not kept: 6.1's stack limit) */
-	if (cfg->flags & PROBE_PY_WAIT) {
-		py_entering_tid[py_entering_here()] = (__u32)bpf_get_current_pid_tgid();
-		*(volatile __u64 *)&py_entering_ns[py_entering_here()] = now;
-	}
+	if (cfg->flags & PROBE_PY_WAIT)
+		py_stamp_reads(now);
 	st = current_storage(&stacks, true);
 	if (!st) {
 		count(CNT_NO_STORAGE);
@@ -294,9 +292,8 @@ out:
 	asm volatile("" ::: "memory"); /* the frame is in place before reads resume */
 	if (st)
 		*(volatile __u64 *)&st->entering_ns = 0;
-	if (cfg->flags & PROBE_PY_WAIT &&
-	    py_entering_tid[py_entering_here()] == (__u32)bpf_get_current_pid_tgid())
-		*(volatile __u64 *)&py_entering_ns[py_entering_here()] = 0;
+	if (cfg->flags & PROBE_PY_WAIT)
+		py_unstamp_reads();
 	return 0;
 }
 
@@ -355,13 +352,24 @@ unmatched:
 	return 0;
 }
 
+/* end_call at the clock's time now, with this thread's Python reads meanwhile stamped with
+ * it (tracer.bpf.h: py_stamp_end): the span reaches the ring after them. */
+static __always_inline int end_call_now(struct pt_regs *ctx, __u64 entry_sp, __u64 cookie)
+{
+	bool py = py_active;
+	__u64 now = py_stamp_end(py);
+
+	end_call(ctx, entry_sp, now, cookie);
+	if (py)
+		py_unstamp_reads();
+	return 0;
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(span_exit)
 {
-	__u64 now = bpf_ktime_get_ns();
-
 	/* After `ret` the stack pointer is 8 above where it was at entry. */
-	return end_call(ctx, PT_REGS_SP(ctx) - 8, now, link_cookie(ctx));
+	return end_call_now(ctx, PT_REGS_SP(ctx) - 8, link_cookie(ctx));
 }
 
 /* On a function's own `ret` or tail jump (probe/resolve.h: exits), where C++ exceptions unwind
@@ -371,12 +379,10 @@ int BPF_KRETPROBE(span_exit)
 SEC("uprobe")
 int BPF_KPROBE(span_exit_at)
 {
-	__u64 now = bpf_ktime_get_ns();
-
 	/* (a tracefs event's exit, too, takes the frame entered at this stack pointer: what
 	 * site_cookie would add is not worth the verifier's time, the rest of end_call checked
 	 * again for each of its returns) */
-	return end_call(ctx, PT_REGS_SP(ctx), now, link_cookie(ctx));
+	return end_call_now(ctx, PT_REGS_SP(ctx), link_cookie(ctx));
 }
 
 /* A C++ exception's way (record/exception_hooks.h): thrown (the cookie is EXC_THROW: the
@@ -387,6 +393,8 @@ SEC("uprobe")
 int BPF_KPROBE(on_exception)
 {
 	struct span_stack *st = current_storage(&stacks, false);
+	__u64 now;
+	bool py;
 
 	if (!st || !st->depth || phase == PHASE_DETACHING)
 		return 0;
@@ -395,23 +403,25 @@ int BPF_KPROBE(on_exception)
 		st->in_flight = 1;
 		return 0;
 	}
-	close_stale(st, PT_REGS_SP(ctx), bpf_ktime_get_ns(), SPAN_EXCEPTION);
+	py = py_active;
+	now = py_stamp_end(py);
+	close_stale(st, PT_REGS_SP(ctx), now, SPAN_EXCEPTION);
+	if (py)
+		py_unstamp_reads();
 	st->in_flight = 0;
 	return 0;
 }
 
 /* The end of a USDT pair (python:gc__start ... python:gc__done): the cookie is the start's
  * probe id; the innermost frame, if it is that start's, completes. */
-SEC("uprobe")
-int BPF_KPROBE(usdt_end)
+static __always_inline void end_usdt_pair(struct pt_regs *ctx, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct span_stack *st;
 	__u64 cookie;
 	__u32 top;
 
 	if (phase == PHASE_DETACHING || !traced_process(false))
-		return 0;
+		return;
 	cookie = site_cookie(ctx);
 	st = current_storage(&stacks, false);
 	if (!st)
@@ -425,10 +435,21 @@ int BPF_KPROBE(usdt_end)
 	emit_span(st, top, now, 0);
 	st->frames[top].flags |= FRAME_RETURNED;
 	st->depth = top;
-	return 0;
+	return;
 unmatched:
 	if (phase == PHASE_RECORDING && !second_return(st, 0, cookie))
 		count(CNT_UNMATCHED_RETS);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(usdt_end)
+{
+	bool py = py_active;
+	__u64 now = py_stamp_end(py);
+
+	end_usdt_pair(ctx, now);
+	if (py)
+		py_unstamp_reads();
 	return 0;
 }
 

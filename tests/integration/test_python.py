@@ -612,12 +612,15 @@ def test_python_callbacks_between_nested_native_calls(tmp, python=PYTHON):
     each labs hit is nested in an open qsort call, under the callback's frames. A hit nested in
     a native call may skip the stack walk only where no Python ran since that call's entry;
     here Python ran, and each helper call is its own span (a walk skipped wrongly merges the
-    second helper call of each comparison into the first: half as many spans)."""
+    second helper call of each comparison into the first: half as many spans). Ticks at 10 kHz:
+    one that interrupts a return probe's program is in the ring before that call's span,
+    stamped with its end (one with its own later time ended the callback's frames after the
+    qsort that ran them: 5 runs in 30 under load)."""
     log, out = os.path.join(tmp, "cb.log"), os.path.join(tmp, "cb.json")
     p, (pid,) = lib.start_ready([python, os.path.join(lib.ROOT, "tests", "targets",
                                                       "py_callbacks.py"), "300", log])
     tr = start_tracer("-p", pid, "-u", "other:libc.so.6:qsort", "-u", "other:libc.so.6:labs",
-                      "-o", out)
+                      "--py-rate", "10000", "-o", out)
     sigusr1(pid)
     wait_exit(p)
     tr.send_signal(signal.SIGINT)
