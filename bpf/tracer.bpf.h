@@ -182,26 +182,28 @@ static __always_inline __u32 py_stamp_here(void)
 	return bpf_get_smp_processor_id() & (PY_STAMP_CPUS - 1);
 }
 
-static __always_inline void py_stamp_reads(__u64 ns)
+/* Returns the slot. */
+static __always_inline __u32 py_stamp_reads(__u64 ns)
 {
 	__u32 here = py_stamp_here();
 
 	py_stamp_tid[here] = (__u32)bpf_get_current_pid_tgid();
 	*(volatile __u64 *)&py_stamp_ns[here] = ns;
+	return here;
 }
 
 /* The clock for the end of a call, this thread's Python reads stamped with it from before it is
  * read (py: Python frames are read) until py_unstamp_reads(). */
 static __always_inline __u64 py_stamp_end(bool py)
 {
+	__u32 here;
 	__u64 now;
 
 	if (!py)
 		return bpf_ktime_get_ns();
-	py_stamp_reads(PY_STAMP_PENDING);
-	asm volatile("" ::: "memory");
+	here = py_stamp_reads(PY_STAMP_PENDING);
 	now = bpf_ktime_get_ns();
-	*(volatile __u64 *)&py_stamp_ns[py_stamp_here()] = now;
+	*(volatile __u64 *)&py_stamp_ns[here] = now;
 	return now;
 }
 
