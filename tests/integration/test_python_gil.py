@@ -30,8 +30,8 @@ def has_numpy(python):
 def record(tmp, python, *args, root=None):
     """Runs the target under tracer with no option (chrooted in root, if given). Returns
     tracer's stderr, the verdict lines of the summary and of `tracer report`, the target's own
-    account per thread (name: cpu_ms, wall_ms, calls), and the GIL wait spans' total and count
-    per thread name."""
+    account per thread (name: cpu_ms, wall_ms, calls), and the GIL wait spans' total within
+    that account's window and their count, per thread name."""
     out = os.path.join(tmp, "gil.json")
     script = os.path.join(lib.ROOT, "tests", "targets", "py_gil_pipeline.py")
     cmd = [python]
@@ -47,8 +47,10 @@ def record(tmp, python, *args, root=None):
                        capture_output=True, text=True, timeout=120,
                        preexec_fn=lambda: os.nice(-10))
     assert p.returncode == 0, p.stderr[-3000:]
-    truth = {m[0]: (float(m[2]), float(m[3]), int(m[4])) for m in re.findall(
-        r"^(\w+) tid (\d+) cpu ([\d.]+) wall ([\d.]+) calls (\d+)$", p.stdout, re.M)}
+    lines = re.findall(r"^(\w+) tid (\d+) cpu ([\d.]+) wall ([\d.]+) calls (\d+) "
+                       r"from (\d+) to (\d+)$", p.stdout, re.M)
+    truth = {m[0]: (float(m[2]), float(m[3]), int(m[4])) for m in lines}
+    window = {m[0]: (int(m[5]), int(m[6])) for m in lines}
     assert set(truth) == {"parser", "featurizer1", "featurizer2"}, p.stdout
     trace, text = load_trace(out)
     bad = check_format(trace, text)
@@ -57,10 +59,16 @@ def record(tmp, python, *args, root=None):
              if e["ph"] == "M" and e["name"] == "thread_name"}
     waits = [e for e in spans(trace) if e["name"] == "GIL wait"]
     assert {e["cat"] for e in waits} <= {"gil"}, waits[:3]
+    # the waits' time within the window the thread measured its own (a new thread waits for
+    # the GIL before its first Python: before that window)
+    t0 = trace["metadata"]["t0_monotonic_ns"]
     gil_ms, count = collections.Counter(), collections.Counter()
     for e in waits:
-        gil_ms[names.get(e["tid"])] += e["dur"] / 1e3
-        count[names.get(e["tid"])] += 1
+        name = names.get(e["tid"])
+        lo, hi = window.get(name, (0, 1 << 63))
+        s, end = t0 + e["ts"] * 1e3, t0 + (e["ts"] + e["dur"]) * 1e3
+        gil_ms[name] += max(0, min(end, hi) - max(s, lo)) / 1e6
+        count[name] += 1
     verdict = [l for l in p.stderr.splitlines() if l.startswith("bottleneck:")]
     r = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
     again = [l for l in r.stdout.splitlines() if l.startswith("bottleneck:")]

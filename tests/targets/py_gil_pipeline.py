@@ -11,7 +11,9 @@ queue: the same threads, but the parser sleeps 20 ms between records and each fe
 for them on a queue.Queue: they wait on the queue, not for the GIL.
 
 Prints "ready PID", and at the end one line per thread: "NAME tid TID cpu CPU_MS wall WALL_MS
-calls N" (CPU_MS the thread's own CPU time, time.thread_time).
+calls N from T0 to T1" (CPU_MS the thread's own CPU time, time.thread_time; T0 and T1 the
+CLOCK_MONOTONIC ns it measured between: a thread takes the GIL before its first Python, so its
+first wait is before T0).
 
     python3 py_gil_pipeline.py [--mode gil|queue] [--work numpy|hash] [--seconds S]
 """
@@ -46,9 +48,10 @@ else:
 
 
 def report(name, t0, c0, calls):
+    t1 = time.monotonic_ns()
     results.append(f"{name} tid {threading.get_native_id()} "
                    f"cpu {(time.thread_time() - c0) * 1e3:.1f} "
-                   f"wall {(time.monotonic() - t0) * 1e3:.1f} calls {calls}")
+                   f"wall {(t1 - t0) / 1e6:.1f} calls {calls} from {t0} to {t1}")
 
 
 def parse(line):
@@ -60,7 +63,7 @@ def parse(line):
 
 
 def parser():
-    t0, c0, n = time.monotonic(), time.thread_time(), 0
+    t0, c0, n = time.monotonic_ns(), time.thread_time(), 0
     line = ",".join(str(i) for i in range(50))
     while time.monotonic() < stop:
         parse(line)
@@ -79,7 +82,7 @@ def featurize():
 
 
 def featurizer(name):
-    t0, c0, n = time.monotonic(), time.thread_time(), 0
+    t0, c0, n = time.monotonic_ns(), time.thread_time(), 0
     while time.monotonic() < stop:
         if args.mode == "queue" and records.get() is None:
             break
