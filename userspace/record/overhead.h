@@ -82,6 +82,10 @@ struct overhead {
 	uint64_t python_ns;
 };
 
+/* Calibrates the trap costs (overhead_cal.c): cal's hot and cold costs of each kind of hit
+ * (multi: with uprobe_multi links, else perf-event uprobes). Returns 0 or -errno. */
+int overhead_cal__measure(struct overhead_cal *cal, bool multi);
+
 /* Turns on the BPF run-time statistics, calibrates the trap costs (about 40 ms; multi: attach
  * as tracer does, with uprobe_multi links) and reads the targets' CPU time. A failure to
  * calibrate is not an error: the summary then says the trap time is unknown. Returns 0 or
