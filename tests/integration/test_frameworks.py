@@ -104,6 +104,13 @@ def test_opencv_pack_picked_when_cv2_is_imported(tmp):
     assert wait_probes_gone()
 
 
+def thread_states(summary, tid):
+    """The RUNNING and RUNNABLE shares (%) of thread tid in the summary's thread table."""
+    m = re.search(rf"^\S+\s+{tid}\s+([\d.]+)%\s+([\d.]+)%", summary, re.M)
+    assert m, (tid, summary)
+    return float(m.group(1)), float(m.group(2))
+
+
 def test_opencv_pack_by_pid(tmp):
     """A running OpenCV pipeline: the pack is picked at the start, with no options. 60 frames:
     in 20 (0.2 s recorded) one stall of the thread holding the GIL, preempted by the busy loops
@@ -130,7 +137,16 @@ def test_opencv_pack_by_pid(tmp):
     # read yet)
     reader = next(tid for tid, func, *_ in gt["calls"] if func == "cv::VideoCapture::read")
     v = next(l for l in err.splitlines() if l.startswith("bottleneck:"))
-    assert re.match(rf"bottleneck: (reader|python3 tid {reader}) — busy", v), (v, err)
+    # Other processes taking both CPUs can leave the reader, which holds the GIL, waiting for a
+    # CPU more than it runs: the worker then waits for the GIL past a quarter of its time, and
+    # the verdict is GIL-bound, the reader still the busiest (CI of stop 44 under check-san:
+    # reader running 39%, runnable 61%, worker's GIL waits 31% in 0.2 s). Not otherwise.
+    if re.match(rf"bottleneck: GIL-bound — worker waits for Python's GIL \d+% of wall time "
+                rf"\(busiest: (reader|python3 tid {reader}), \d+%\)", v):
+        running, runnable = thread_states(err, reader)
+        assert runnable > running, (v, err)
+    else:
+        assert re.match(rf"bottleneck: (reader|python3 tid {reader}) — busy", v), (v, err)
     # the summary names the operators as OpenCV users know them
     for name in CV_OPS:
         assert any(l.endswith("  " + name) for l in err.splitlines()), (name, err)
