@@ -1,5 +1,5 @@
 """The summary's overhead claim against what tracing measurably costs a target. The probe traps
-are calibrated on a hot loop (record/overhead.c); a target that works through its caches
+are calibrated on a hot loop (record/overhead_cal.c); a target that works through its caches
 between hits pays more a hit, and must be charged that: here the target sweeps a buffer the
 L2's size before each call of its probed function, and measures what a call costs probed and
 not (tests/targets/cache_sweep.c)."""

@@ -111,13 +111,6 @@ static void fmt_ns(char *buf, size_t len, double ns)
 		snprintf(buf, len, "%.0fns", ns);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Marks each (name, host) row whose p99 is over STANDS_OUT times the median p99 of the same
  * name's other hosts: a decision over the aggregates, at most TOP_NAMES x hosts rows. */
 static void mark_outliers(cJSON *rows)

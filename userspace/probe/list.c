@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Costs measured on kernel 6.18 (bench/results.md); the calibration in overhead.c measures
+/* Costs measured on kernel 6.18 (bench/results.md); the calibration in overhead_cal.c measures
  * the machine at hand when recording. */
 const char *list__insn_cost(enum insn_class c)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Empty BPF programs on uprobes (entry and return): the floor any uprobe tool pays, for the
- * trap-cost calibration (overhead.c), the budget's re-measures (budget.c) and bench/floor.c. */
+ * trap-cost calibration (overhead_cal.c), the budget's re-measures (budget.c) and bench/floor.c. */
 #include "record/overhead.h"
 #include "record/attach.h"
 #include "util/util.h"

@@ -200,13 +200,6 @@ void overhead__sample(struct overhead *o)
 	}
 }
 
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Mean run time of span program i over the windows, leaving out the windows a preemption
  * inflated (their mean PREEMPTED_FACTOR times the median window's). *runs: the runs counted.
  * Returns -1 when no window saw it run (the caller falls back to the cumulative figures). */
@@ -223,7 +216,7 @@ static double windows_mean(struct overhead *o, int i, uint64_t *runs)
 		free(means);
 		return -1;
 	}
-	qsort(means, n, sizeof(double), by_value);
+	qsort(means, n, sizeof(double), cmp_double);
 	median = n % 2 ? means[n / 2] : (means[n / 2 - 1] + means[n / 2]) / 2;
 	free(means);
 	for (size_t k = 0; k < o->nwin; k++) {

@@ -13,13 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The sites calibration probes, one per class, written in assembly so that their first
  * instruction is known whatever the compiler does. Each returns its argument plus one. */
 __asm__(".text\n"
@@ -233,7 +226,7 @@ static double robust_mean(double *v, int n)
 	double median, sum = 0;
 	int k = 0;
 
-	qsort(v, n, sizeof(double), by_value);
+	qsort(v, n, sizeof(double), cmp_double);
 	median = v[n / 2];
 	for (int i = 0; i < n; i++)
 		if (v[i] <= COLD_OUTLIER_FACTOR * median) {
@@ -296,7 +289,7 @@ static void calibrate_cold(struct overhead_cal *cal, const struct empty_probes *
 		sweep_once(&sw);
 		sweeps[i] = thread_cpu_ns() - t0;
 	}
-	qsort(sweeps, 5, sizeof(double), by_value);
+	qsort(sweeps, 5, sizeof(double), cmp_double);
 	/* four sweeps a call (two sites, each probed and not): as many calls as the budget
 	 * holds; too few to measure, and the cold costs stay unknown (charged as hot) */
 	calls = sweeps[2] > 0 ? (int)(COLD_BUDGET_NS / (4 * sweeps[2])) : COLD_CALLS;

@@ -463,3 +463,10 @@ void *xrealloc(void *p, size_t n, size_t size)
 		return oom(NULL);
 	return oom(realloc(p, n && size ? n * size : 1));
 }
+
+int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}

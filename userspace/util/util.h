@@ -115,4 +115,7 @@ char *xstrdup(const char *s); /* aborts on out-of-memory: nothing sensible is le
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n, size_t size);
 
+/* qsort's comparison of doubles, ascending. */
+int cmp_double(const void *a, const void *b);
+
 #endif
