@@ -61,6 +61,13 @@ enum probe_flags {
  * cookie: this bit, and COOKIE_ODD_LINK as above. The probe id is found by the probe that fired:
  * its event and file offset, in probe_sites. */
 #define COOKIE_BY_SITE (1ull << 33)
+/* An exit site's cookie, above the probe id, where the exit moved back from its `ret`
+ * (elf/site.h: struct site_exit): rsp at the `ret` is rsp (or rbp) at the site plus a constant,
+ * and at a jcc the call ends only if the jump is not taken. */
+#define EXIT_SP_SHIFT 40 /* 16 bits, signed: that constant */
+#define EXIT_FROM_RBP (1ull << 56)
+#define EXIT_CC_SHIFT 57 /* 4 bits: the jcc's condition code */
+#define EXIT_IF_NOT_TAKEN (1ull << 61)
 
 /* A probed instruction of a tracefs event: the event's tracepoint id (an event serves one site
  * and program) and the instruction's file offset. The value in probe_sites is its probe id. */

@@ -372,17 +372,47 @@ int BPF_KRETPROBE(span_exit)
 	return end_call_now(ctx, PT_REGS_SP(ctx) - 8, link_cookie(ctx));
 }
 
+/* Whether the jcc of condition code cc jumps with these flags (x86: the even codes test a
+ * condition, the odd ones its negation). */
+static __always_inline bool jcc_taken(__u64 flags, __u32 cc)
+{
+	bool cf = flags & 1, pf = flags & (1 << 2), zf = flags & (1 << 6), sf = flags & (1 << 7),
+	     of = flags & (1 << 11), t;
+
+	switch (cc >> 1) {
+	case 0: t = of; break;
+	case 1: t = cf; break;
+	case 2: t = zf; break;
+	case 3: t = cf || zf; break;
+	case 4: t = sf; break;
+	case 5: t = pf; break;
+	case 6: t = sf != of; break;
+	default: t = zf || sf != of; break;
+	}
+	return t != (cc & 1);
+}
+
 /* On a function's own `ret` or tail jump (probe/resolve.h: exits), where C++ exceptions unwind
  * through it: the stack pointer is the one at its entry, and no return address is touched. At
  * a `ret` the return value is in rax already; at a tail jump it is not known yet (rax is
- * whatever it holds then). */
+ * whatever it holds then). An exit moved back from its `ret` (EXIT_*: the stack protector's
+ * jcc before it, most often) finds that stack pointer from the registers at its site; at a
+ * jcc, only the way that falls through to the `ret` ends the call. */
 SEC("uprobe")
 int BPF_KPROBE(span_exit_at)
 {
-	/* (a tracefs event's exit, too, takes the frame entered at this stack pointer: what
-	 * site_cookie would add is not worth the verifier's time, the rest of end_call checked
-	 * again for each of its returns) */
-	return end_call_now(ctx, PT_REGS_SP(ctx), link_cookie(ctx));
+	/* (a tracefs event's hit: the site's own cookie, read from probe_sites) */
+	__u64 cookie = site_cookie(ctx), sp = PT_REGS_SP(ctx), fp = PT_REGS_FP(ctx);
+
+	if ((cookie & EXIT_IF_NOT_TAKEN) &&
+	    jcc_taken(((struct pt_regs *)ctx)->flags, (cookie >> EXIT_CC_SHIFT) & 15))
+		return 0;
+	/* both read as they are: a choice of the offset into ctx is refused */
+	barrier_var(sp);
+	barrier_var(fp);
+	if (cookie & EXIT_FROM_RBP)
+		sp = fp;
+	return end_call_now(ctx, sp + (__s16)(cookie >> EXIT_SP_SHIFT), cookie);
 }
 
 /* A C++ exception's way (record/exception_hooks.h): thrown (the cookie is EXC_THROW: the

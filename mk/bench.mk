@@ -38,8 +38,9 @@ test-bins: $(BENCH_TOOLS)
 
 # BENCH_ARGS: more options, e.g. BENCH_ARGS='--only 1,2' or '--compare-tracer OTHER/tracer'.
 # Row 1d paces a target of the tests (tests/targets/prologues.c, mk/targets.mk); row 1e runs
-# tests/targets/cxx_throw.cpp.
-bench: $(OUTPUT)/tracer $(BENCH_TOOLS) $(OUTPUT)/targets/prologues $(OUTPUT)/targets/cxx_throw
+# tests/targets/cxx_throw.cpp and cxx_epilogues.cpp.
+bench: $(OUTPUT)/tracer $(BENCH_TOOLS) $(OUTPUT)/targets/prologues $(OUTPUT)/targets/cxx_throw \
+	$(OUTPUT)/targets/cxx_epilogues
 	$(Q)scripts/as-root.sh python3 bench/bench.py --output $(OUTPUT) $(if $(QUICK),--quick) \
 		--results bench/results.md $(BENCH_ARGS)
 

@@ -39,3 +39,14 @@ $(OUTPUT)/targets/pipeline: $(PIPELINE_SRCS) tests/targets/pipeline/pipeline.h |
 		$(PIPELINE_SRCS) -o $@
 
 test-bins: $(OUTPUT)/targets/pipeline
+
+# Exits moved back from single-stepped `ret`s: C++ built as Debian builds its packages (the
+# stack protector, no frame pointers), with hand-written epilogues besides.
+$(OUTPUT)/targets/cxx_epilogues: tests/targets/cxx_epilogues.cpp | $(OUTPUT)/targets
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -g -O2 -fstack-protector-strong -Wall -Wextra $< -o $@
+
+check-kernels: $(OUTPUT)/targets/cxx_epilogues
+
+# the C++ targets' shared start (a change rebuilds them)
+$(CXX_TARGET_BINS) $(OUTPUT)/targets/cxx_throw_asan: tests/targets/ready.h

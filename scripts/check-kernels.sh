@@ -32,7 +32,8 @@ test_launch:test_launch_records_every_call test_launch:test_uprobe_multi_pid_fil
 test_python:test_python_launch_mode
 test_python:test_python_follow_forked_workers
 test_faults:test_sigkill_uprobe_events_unprobed_then_removed
-test_sites:test_budget_sheds_the_costliest_probe"}
+test_sites:test_budget_sheds_the_costliest_probe
+test_exit_sites:test_moved_exits_launched"}
 # (not test_python_stage_functions: its target runs 5 s, less than tracer takes to load emulated)
 
 for t in "$OUTPUT/tracer" "$OUTPUT/targets/pipeline" "$OUTPUT/targets/prologues"; do

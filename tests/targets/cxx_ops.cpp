@@ -10,6 +10,8 @@
  * Softmax, each Compute spinning N µs (default 100), and prints
  * "cxx_ops: I iterations, C Compute calls" on stderr. Build with frame pointers and without
  * -fcf-protection so that every Compute starts with `push %rbp`. */
+#include "ready.h"
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -153,8 +155,6 @@ int main(int argc, char **argv)
 	long iterations = 100, done = 0;
 	bool wait_signal = false;
 	onnx::Context ctx;
-	sigset_t set;
-	int sig;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--wait-signal"))
@@ -166,21 +166,8 @@ int main(int argc, char **argv)
 		else
 			usage_error("unknown argument", argv[i]);
 	}
-	/* SIGUSR1 stays blocked: a stray one does nothing. SIGINT and SIGTERM end the start wait
-	 * as well as the loop. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	printf("ready %d\n", (int)getpid());
-	fflush(stdout);
-	if (wait_signal && !sigwait(&set, &sig) && sig != SIGUSR1)
+	if (ready_then_wait(wait_signal, on_signal))
 		stop = 1;
-	sigdelset(&set, SIGUSR1);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
 
 	onnx::Graph graph;
 

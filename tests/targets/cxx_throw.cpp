@@ -21,6 +21,8 @@
  * or throw N times through DEPTH probed frames, and print "bench ns_per_op X": the process's
  * CPU time per call or throw, probe traps included. Build with frame pointers and without -fcf-protection, so
  * every probed function starts with `push %rbp`. */
+#include "ready.h"
+
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -412,8 +414,6 @@ int main(int argc, char **argv)
 {
 	long rounds = 20, done = 0, bench_calls = 0, bench_depth = 0, bench_throws = 0;
 	bool wait_signal = false;
-	sigset_t set;
-	int sig;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--wait-signal"))
@@ -437,19 +437,8 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_usr2;
 	sa.sa_flags = SA_ONSTACK;
 	sigaction(SIGUSR2, &sa, nullptr);
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGINT, on_stop);
-	signal(SIGTERM, on_stop);
-	printf("ready %d\n", (int)getpid());
-	fflush(stdout);
-	if (wait_signal && !sigwait(&set, &sig) && sig != SIGUSR1)
+	if (ready_then_wait(wait_signal, on_stop))
 		stop = 1;
-	sigdelset(&set, SIGUSR1);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
 
 	if (bench_calls || bench_throws)
 		return bench(bench_calls, bench_depth, bench_throws);

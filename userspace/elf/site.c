@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "elf/site.h"
+#include "elf/exit_site.h"
+#include "elf/noreturn.h"
 #include "elf/elf_syms.h"
 #include "util/util.h"
 
@@ -238,10 +240,15 @@ static void propose(csh h, cs_insn *insn, const struct code_view *v, struct site
 	m->why_not = "more than " STR(SITE_MAX_SKIP) " single-stepped instructions come first";
 }
 
+/* Bytes a jump from elsewhere must not land in: an entry site's skipped bytes (exit -1), or
+ * the bytes after a moved exit up to its `ret`. */
 struct window {
-	uint64_t lo, hi; /* (func, func + delta]: lo = func + 1, hi = func + delta, inclusive */
+	uint64_t lo, hi; /* inclusive: (func, func + delta], or (exit's site, its ret] */
 	struct site_move *m;
+	long exit;
 };
+
+#define WINDOW_MAX 512 /* bytes: 16 instructions of at most 15 */
 
 static int window_cmp(const void *a, const void *b)
 {
@@ -250,11 +257,12 @@ static int window_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-static struct window *find_window(struct window *w, size_t n, uint64_t t)
+/* The index past the last window starting at or before t. */
+static size_t windows_upto(const struct window *w, size_t n, uint64_t t)
 {
 	size_t lo = 0, hi = n;
 
-	while (lo < hi) { /* the last window starting at or before t */
+	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
 		if (w[mid].lo <= t)
@@ -262,11 +270,30 @@ static struct window *find_window(struct window *w, size_t n, uint64_t t)
 		else
 			hi = mid;
 	}
-	return lo && t <= w[lo - 1].hi ? &w[lo - 1] : NULL;
+	return lo;
+}
+
+/* A jump from elsewhere may land in the window: its probe stays where it was. */
+static void keep_site(struct window *w)
+{
+	struct site_move *m = w->m;
+
+	if (w->exit < 0 && m->delta) {
+		m->delta = 0;
+		m->cls = m->first;
+		m->why_not = "a jump from elsewhere may land in the skipped bytes";
+	} else if (w->exit >= 0 && m->exits[w->exit].off != m->exits[w->exit].ret) {
+		struct site_exit *e = &m->exits[w->exit];
+
+		*e = (struct site_exit){ .off = e->ret, .ret = e->ret, .cls = INSN_STEPPED,
+					 .cond = -1 };
+		m->exits_cls = INSN_STEPPED;
+		m->exits_moved--;
+	}
 }
 
 /* Second pass: every byte of the object's code read as a rel8 or rel32 branch; one that lands
- * in a window from outside that window's function keeps the function's original site. */
+ * in a window from outside that window's function keeps the probe's original site. */
 static void check_other_branches(const struct code_view *v, struct window *w, size_t n)
 {
 	qsort(w, n, sizeof(*w), window_cmp);
@@ -276,7 +303,6 @@ static void check_other_branches(const struct code_view *v, struct window *w, si
 
 		for (uint64_t i = 0; i + 2 <= len; i++) {
 			uint64_t t;
-			struct window *hit;
 			uint8_t op = b[i];
 
 			if (op == 0xeb || (op >= 0x70 && op <= 0x7f)) {
@@ -294,12 +320,13 @@ static void check_other_branches(const struct code_view *v, struct window *w, si
 			} else {
 				continue;
 			}
-			hit = find_window(w, n, t);
-			if (hit && hit->m->delta &&
-			    !(base + i >= hit->m->func && base + i < hit->m->func + hit->m->size)) {
-				hit->m->delta = 0;
-				hit->m->cls = hit->m->first;
-				hit->m->why_not = "a jump from elsewhere may land in the skipped bytes";
+			/* windows are short (WINDOW_MAX); two may overlap (aliases of one function) */
+			for (size_t k = windows_upto(w, n, t); k-- > 0 && t - w[k].lo < WINDOW_MAX;) {
+				const struct site_move *m = w[k].m;
+
+				if (t <= w[k].hi &&
+				    !(base + i >= m->func && base + i < m->func + m->size))
+					keep_site(&w[k]);
 			}
 		}
 	}
@@ -322,93 +349,6 @@ static bool entry_inside(const struct code_view *v, const struct site_move *m)
 	return lo < v->nentries && v->entries[lo] <= m->func + m->delta;
 }
 
-static bool is_entry(const struct code_view *v, uint64_t off)
-{
-	size_t lo = 0, hi = v->nentries;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v->entries[mid] < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < v->nentries && v->entries[lo] == off;
-}
-
-/* A PLT stub: an indirect jump through the GOT, after an endbr64 and a bnd prefix in .plt.sec. */
-static bool is_plt_stub(const struct code_view *v, uint64_t off)
-{
-	size_t len;
-	const uint8_t *p = code_view__at(v, off, &len);
-
-	if (p && len >= 4 && !memcmp(p, "\xf3\x0f\x1e\xfa", 4)) {
-		p += 4;
-		len -= 4;
-	}
-	if (p && len >= 1 && p[0] == 0xf2) {
-		p++;
-		len--;
-	}
-	return p && len >= 2 && p[0] == 0xff && p[1] == 0x25;
-}
-
-/* Whether insn leaves the function for good: a return, or a tail call (a jmp to another
- * function's entry, to a PLT stub, or through the GOT). A jump to other code outside it (a
- * .cold part) is not an exit: calls taking it end when the thread is next seen above. */
-static bool is_exit(csh h, const cs_insn *insn, const struct code_view *v, const struct site_move *m)
-{
-	const cs_x86 *x = &insn->detail->x86;
-
-	if (insn->id == X86_INS_RET)
-		return true;
-	if (insn->id != X86_INS_JMP || x->op_count != 1)
-		return false;
-	if (x->operands[0].type == X86_OP_IMM) {
-		uint64_t t = x->operands[0].imm;
-
-		return (t < m->func || t >= m->func + m->size) &&
-		       (is_entry(v, t) || is_plt_stub(v, t));
-	}
-	return x->operands[0].type == X86_OP_MEM && x->operands[0].mem.base == X86_REG_RIP &&
-	       x->operands[0].mem.index == X86_REG_INVALID;
-}
-
-static void find_exits(csh h, cs_insn *insn, const struct code_view *v, struct site_move *m)
-{
-	size_t avail, left;
-	const uint8_t *p = code_view__at(v, m->func, &avail);
-	uint64_t addr = m->func;
-	enum insn_class c;
-
-	m->exits = NULL;
-	m->nexits = 0;
-	m->exits_why_not = !p ? "it is not in the object's code" :
-			   !m->size ? "its size is unknown" : m->size > avail ? "it is cut short" : NULL;
-	if (m->exits_why_not)
-		return;
-	left = m->size;
-	while (left) {
-		if (!cs_disasm_iter(h, &p, &left, &addr, insn)) {
-			free(m->exits);
-			m->exits = NULL;
-			m->nexits = 0;
-			m->exits_why_not = "it cannot be decoded whole";
-			return;
-		}
-		if (!is_exit(h, insn, v, m))
-			continue;
-		c = insn__classify(insn->bytes, insn->size);
-		if (!m->nexits || c > m->exits_cls)
-			m->exits_cls = c;
-		m->exits = xrealloc(m->exits, m->nexits + 1, sizeof(*m->exits));
-		m->exits[m->nexits++] = insn->address;
-	}
-	if (!m->nexits)
-		m->exits_why_not = "it has no return";
-}
-
 void site__choose(const struct code_view *v, struct site_move *m, size_t n)
 {
 	struct window *w = NULL;
@@ -428,18 +368,26 @@ void site__choose(const struct code_view *v, struct site_move *m, size_t n)
 	}
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
 	insn = cs_malloc(h);
-	w = xcalloc(n + 1, sizeof(*w));
 	for (size_t i = 0; i < n; i++) {
-		if (m[i].want_exits)
-			find_exits(h, insn, v, &m[i]);
 		propose(h, insn, v, &m[i]);
 		if (m[i].delta && entry_inside(v, &m[i])) {
 			m[i].delta = 0;
 			m[i].cls = m[i].first;
 			m[i].why_not = "another symbol starts in the skipped bytes";
 		}
+		if (m[i].want_exits)
+			exit_site__find(h, insn, v, &m[i]);
+		nw += (m[i].delta ? 1 : 0) + m[i].exits_moved;
+	}
+	w = xcalloc(nw + 1, sizeof(*w));
+	nw = 0;
+	for (size_t i = 0; i < n; i++) {
 		if (m[i].delta)
-			w[nw++] = (struct window){ m[i].func + 1, m[i].func + m[i].delta, &m[i] };
+			w[nw++] = (struct window){ m[i].func + 1, m[i].func + m[i].delta, &m[i], -1 };
+		for (size_t k = 0; k < m[i].nexits; k++)
+			if (m[i].exits[k].off != m[i].exits[k].ret)
+				w[nw++] = (struct window){ m[i].exits[k].off + 1, m[i].exits[k].ret,
+							   &m[i], (long)k };
 	}
 	if (nw)
 		check_other_branches(v, w, nw);
@@ -448,21 +396,17 @@ void site__choose(const struct code_view *v, struct site_move *m, size_t n)
 	cs_close(&h);
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int site__choose_in(const char *path, const struct elf_syms *syms, struct site_move *m,
 		    size_t n)
 {
 	struct code_view v;
-	uint64_t *entries;
+	uint64_t *entries, *noreturn = NULL;
+	size_t nnoreturn = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
 
 	err = fd < 0 ? -errno : code_view__open(&v, fd);
+	if (!err)
+		noreturn__find(fd, syms, &noreturn, &nnoreturn);
 	if (fd >= 0)
 		close(fd);
 	if (err) {
@@ -474,11 +418,14 @@ int site__choose_in(const char *path, const struct elf_syms *syms, struct site_m
 	entries = xcalloc(syms->cnt + 1, sizeof(*entries));
 	for (size_t i = 0; i < syms->cnt; i++)
 		entries[i] = syms->syms[i].offset;
-	qsort(entries, syms->cnt, sizeof(*entries), u64_cmp);
+	qsort(entries, syms->cnt, sizeof(*entries), cmp_u64);
 	v.entries = entries;
 	v.nentries = syms->cnt;
+	v.noreturn = noreturn;
+	v.nnoreturn = nnoreturn;
 	site__choose(&v, m, n);
 	free(entries);
+	free(noreturn);
 	code_view__close(&v);
 	return 0;
 }

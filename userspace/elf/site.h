@@ -36,6 +36,10 @@ struct code_view {
 	 * in the skipped bytes keeps the site too */
 	const uint64_t *entries;
 	size_t nentries;
+	/* functions that never return (__stack_chk_fail, abort, __cxa_throw, ...) and the PLT
+	 * stubs of those, sorted (set by the caller, elf/noreturn.h): a call to one ends a path */
+	const uint64_t *noreturn;
+	size_t nnoreturn;
 };
 
 int code_view__open(struct code_view *v, int fd);
@@ -45,24 +49,39 @@ void code_view__close(struct code_view *v);
 /* The executable bytes from off to the end of its segment (NULL, 0 when off is in none). */
 const uint8_t *code_view__at(const struct code_view *v, uint64_t off, size_t *len);
 
+/* Where a call of a function ends, and how the exit program finds the call there. A `ret` is
+ * single-stepped; the exit moves back to the emulated instruction before it (the stack
+ * protector's jcc, most often) when every path to the `ret` passes that instruction, at most
+ * once a call, with nothing between them that branches, calls or makes rsp unknown. */
+struct site_exit {
+	uint64_t off;	     /* the probed instruction (file offset) */
+	uint64_t ret;	     /* the `ret` or tail jump it stands for (off: not moved) */
+	enum insn_class cls; /* of the probed instruction */
+	int32_t sp_delta;    /* rsp at ret = (from_rbp ? rbp : rsp) at off + sp_delta */
+	bool from_rbp;
+	int8_t cond;	     /* -1; or the jcc's condition code: the call ends if it is not taken */
+};
+
 struct site_move {
 	/* in */
 	uint64_t func;	/* the function's file offset */
 	uint64_t size;	/* its size (st_size); 0, unknown: never moved */
 	bool keep_args; /* the probe reads argument registers at its site */
 	bool want_exits; /* find its exits: its returns are probed there, not by a return probe */
+	bool keep_ret;	 /* the exits read the return value (rax) */
 	/* out */
 	enum insn_class first; /* of the function's first instruction */
 	enum insn_class cls;   /* of the instruction at the site */
 	uint32_t delta;	       /* the site, in bytes past func (0: not moved) */
 	char skipped[64];      /* what the probes moved past: "endbr64", "test; mov" */
 	const char *why_not;   /* first single-stepped and not moved: why (static text) */
-	/* want_exits: where a call of it ends, as file offsets (xcalloc'd, the caller frees):
-	 * each `ret`, and each tail call (a jmp to another function's entry). NULL when the
-	 * function cannot be decoded whole (exits_why_not says why). */
-	uint64_t *exits;
+	/* want_exits: where a call of it ends (xcalloc'd, the caller frees): each `ret`, and
+	 * each tail call (a jmp to another function's entry). NULL when the function cannot be
+	 * decoded whole (exits_why_not says why). */
+	struct site_exit *exits;
 	size_t nexits;
-	enum insn_class exits_cls; /* the costliest of them to probe (a `ret` is single-stepped) */
+	enum insn_class exits_cls; /* the costliest of them to probe */
+	size_t exits_moved;	   /* how many moved back from a `ret` */
 	const char *exits_why_not;
 };
 

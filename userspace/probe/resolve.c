@@ -289,6 +289,20 @@ static int resolve_usdt(const struct probe_spec *spec, const struct mapped_objec
 	return n;
 }
 
+uint64_t site_exit__cookie(const struct site_exit *e, uint32_t id)
+{
+	uint64_t c = id;
+
+	if (e->off == e->ret)
+		return c;
+	c |= (uint64_t)(uint16_t)e->sp_delta << EXIT_SP_SHIFT;
+	if (e->from_rbp)
+		c |= EXIT_FROM_RBP;
+	if (e->cond >= 0)
+		c |= EXIT_IF_NOT_TAKEN | (uint64_t)e->cond << EXIT_CC_SHIFT;
+	return c;
+}
+
 void attach_sites__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
 		       uint64_t offset, uint64_t cookie, bool entry_only, bool at_exit)
 {
@@ -472,10 +486,10 @@ static void set_exits(struct probe *p, struct site_move *m)
 	 * site at the first instruction, and a function that starts with one (a thunk's jmp)
 	 * has no span to time */
 	for (size_t e = 0; e < m->nexits; e++) {
-		if (m->exits[e] == p->offset) {
+		if (m->exits[e].off == p->offset) {
 			m->nexits = 0;
 			m->exits_why_not = "it is a jump to another function";
-		} else if (m->exits[e] <= p->offset + m->delta) {
+		} else if (m->exits[e].off <= p->offset + m->delta) {
 			m->delta = 0;
 		}
 	}
@@ -518,6 +532,7 @@ static void place(struct probe_table *t, const struct index_list *ids,
 		m[k].size = !syms || syms->is_go ? 0 : p->size;
 		m[k].keep_args = p->cfg.flags & (PROBE_ARGS | PROBE_NAME_FROM);
 		m[k].want_exits = exits && !(p->cfg.flags & PROBE_ENTRY_ONLY);
+		m[k].keep_ret = p->cfg.flags & PROBE_RET;
 		which[k++] = ids->v[i];
 	}
 	if (k && syms)
@@ -590,7 +605,8 @@ static void add_sites(struct attach_sites *sites, const struct probe_table *t,
 		attach_sites__add(sites, m->pid, m->o, p->site, m->id,
 				  (p->cfg.flags & PROBE_ENTRY_ONLY) || p->nexits, false);
 		for (size_t x = 0; x < p->nexits; x++)
-			attach_sites__add(sites, m->pid, m->o, p->exits[x], m->id, true, true);
+			attach_sites__add(sites, m->pid, m->o, p->exits[x].off,
+					  site_exit__cookie(&p->exits[x], m->id), true, true);
 	}
 	HASH_ITER(hh, seen, e, tmp) {
 		HASH_DEL(seen, e);

@@ -6,6 +6,7 @@
 
 #include "events.h"
 #include "elf/insn.h"
+#include "elf/site.h"
 #include "probe/probe_spec.h"
 #include "probe/sym_index.h"
 #include "record/target.h"
@@ -25,7 +26,7 @@ struct probe {
 	uint64_t site;	 /* file offset the probes go on: offset, or past single-stepped
 			  * instructions (elf/site.h) */
 	char *site_past; /* what the site moved past ("endbr64"), or NULL */
-	uint64_t *exits; /* where its calls end, probed instead of its return (elf/site.h) */
+	struct site_exit *exits; /* where its calls end, probed instead of its return (elf/site.h) */
 	size_t nexits;
 	enum insn_class exits_cls; /* what a hit on them costs: the costliest */
 	bool placed;	 /* site chosen */
@@ -96,6 +97,8 @@ int resolve__probes_cached(const struct probe_specs *specs, struct target *targe
 
 /* Adds a function's site (offset in o, probe id cookie) to the sites of pid's mapping of o
  * of that kind (entry_only: no return probe; at_exit: one of its exits). */
+/* The cookie of a probe's exit site: its id, and how the exit program finds the call there. */
+uint64_t site_exit__cookie(const struct site_exit *e, uint32_t id);
 void attach_sites__add(struct attach_sites *sites, int pid, const struct mapped_object *o,
 		       uint64_t offset, uint64_t cookie, bool entry_only, bool at_exit);
 /* Whether the spec's "exclude" leaves out the function of this symbol (its name, or its

@@ -217,7 +217,7 @@ static bool refused_alone(int e)
 static void refuse(struct attachment *a, uint64_t cookie, int e, bool ret)
 {
 	a->refused = xrealloc(a->refused, a->nrefused + 1, sizeof(*a->refused));
-	a->refused[a->nrefused++] = (struct refused_probe){ cookie, e, ret };
+	a->refused[a->nrefused++] = (struct refused_probe){ (uint32_t)cookie, e, ret };
 }
 
 static uint64_t *copy_u64(const uint64_t *v, size_t n)
@@ -601,7 +601,7 @@ size_t attach__shed(struct attachment *a, const bool *shed, size_t nids)
 			continue;
 		retire(a, destroy_link, a->links[i]);
 		a->links[i] = NULL;
-		gone[a->link_cookies[i]] = true;
+		gone[(uint32_t)a->link_cookies[i]] = true;
 	}
 	for (size_t i = 0; i < nids; i++)
 		n += gone[i];

@@ -343,10 +343,15 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		/* where its calls end, probed instead of its return (C++ exceptions pass it) */
 		if (p->nexits) {
 			cJSON *x = cJSON_AddArrayToObject(o, "exit_offsets");
+			size_t moved = 0;
 
 			cJSON_AddNumberToObject(o, "exits", p->nexits);
-			for (size_t k = 0; k < p->nexits; k++)
-				cJSON_AddItemToArray(x, cJSON_CreateNumber(p->exits[k]));
+			for (size_t k = 0; k < p->nexits; k++) {
+				cJSON_AddItemToArray(x, cJSON_CreateNumber(p->exits[k].off));
+				moved += p->exits[k].off != p->exits[k].ret;
+			}
+			if (moved) /* moved back from a `ret`: elf/site.h */
+				cJSON_AddNumberToObject(o, "exits_moved", moved);
 		}
 		/* how it is attached, besides: a USDT note's site, or no return probe */
 		if (p->cfg.flags & PROBE_USDT)

@@ -470,3 +470,10 @@ int cmp_double(const void *a, const void *b)
 
 	return x < y ? -1 : x > y;
 }
+
+int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}

@@ -115,7 +115,8 @@ char *xstrdup(const char *s); /* aborts on out-of-memory: nothing sensible is le
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n, size_t size);
 
-/* qsort's comparison of doubles, ascending. */
+/* qsort's comparisons, ascending: of doubles, of uint64_t. */
 int cmp_double(const void *a, const void *b);
+int cmp_u64(const void *a, const void *b);
 
 #endif
