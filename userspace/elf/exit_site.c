@@ -12,8 +12,9 @@ struct fn_code {
 	uint64_t *addr;
 	uint64_t *target; /* a branch's direct target in the function (~0: none) */
 	uint8_t *flow;	  /* FLOW_* */
-	size_t n;
-	uint64_t *landings; /* every direct branch target in the function, sorted */
+	size_t n, cap;
+	uint64_t *landings; /* every direct branch target in the function, sorted (at most one
+			     * an instruction: sized as the others) */
 	size_t nlandings;
 	bool table; /* an indirect jump that is no tail call: a jump table */
 };
@@ -378,9 +379,13 @@ static void fn_code__add(struct fn_code *fc, csh h, const cs_insn *insn,
 	bool next, jump = cs_insn_group(h, insn, CS_GRP_JUMP);
 	uint64_t t;
 
-	fc->addr = xrealloc(fc->addr, fc->n + 1, sizeof(uint64_t));
-	fc->target = xrealloc(fc->target, fc->n + 1, sizeof(uint64_t));
-	fc->flow = xrealloc(fc->flow, fc->n + 1, 1);
+	if (fc->n == fc->cap) { /* doubled: a function may be tens of thousands of them */
+		fc->cap = fc->cap ? 2 * fc->cap : 256;
+		fc->addr = xrealloc(fc->addr, fc->cap, sizeof(uint64_t));
+		fc->target = xrealloc(fc->target, fc->cap, sizeof(uint64_t));
+		fc->flow = xrealloc(fc->flow, fc->cap, 1);
+		fc->landings = xrealloc(fc->landings, fc->cap, sizeof(uint64_t));
+	}
 	fc->addr[fc->n] = insn->address;
 	fc->flow[fc->n] = successors(h, insn, v, m, &next, &t) ? 0 : FLOW_UNKNOWN;
 	fc->flow[fc->n] |= next ? FLOW_NEXT : 0;
@@ -388,7 +393,6 @@ static void fn_code__add(struct fn_code *fc, csh h, const cs_insn *insn,
 	if (!jump && !cs_insn_group(h, insn, CS_GRP_CALL))
 		return;
 	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
-		fc->landings = xrealloc(fc->landings, fc->nlandings + 1, sizeof(uint64_t));
 		fc->landings[fc->nlandings++] = x->operands[0].imm;
 	} else if (jump && !is_exit(insn, v, m)) {
 		fc->table = true;
