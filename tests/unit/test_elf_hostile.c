@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* Unit test of userspace/elf/elf_syms.c on hostile input: not ELF, truncated at every length,
- * corrupted headers, sections and segments, random bit flips. None may crash it, hang it or
- * make it return a table that breaks its invariants. Usage: test_elf_hostile FIXTURE_DIR. */
+/* Unit test of userspace/elf/elf_syms.c (and elf/noreturn.c on what it parses) on hostile
+ * input: not ELF, truncated at every length, corrupted headers, sections and segments, random
+ * bit flips. None may crash it, hang it or make it return a table that breaks its invariants.
+ * Usage: test_elf_hostile FIXTURE_DIR. */
 #include <gelf.h>
 #include <libelf.h>
 #include <stdint.h>
 
+#include "elf/noreturn.h"
 #include "elf_test.h"
 #include "unit.h"
 
@@ -51,6 +53,21 @@ static void test_bad_inputs(void)
 	elf_syms__free(NULL);
 }
 
+/* The calls that never return (elf/noreturn.h), read from the same file: sorted. */
+static bool noreturn_valid(int fd, const struct elf_syms *s)
+{
+	uint64_t *v;
+	size_t n;
+	bool ok = true;
+
+	noreturn__find(fd, s, &v, &n);
+	ok = n == 0 || v != NULL;
+	for (size_t i = 1; ok && i < n; i++)
+		ok = v[i - 1] <= v[i];
+	free(v);
+	return ok;
+}
+
 /* Parses fd; an error must be -ENOEXEC, a result must be well formed. */
 static int try_fd(const char *what, int fd, struct elf_syms **keep)
 {
@@ -61,6 +78,10 @@ static int try_fd(const char *what, int fd, struct elf_syms **keep)
 	if ((rc && (rc != -ENOEXEC || s)) || (!rc && (!s || !syms_valid(s)))) {
 		fprintf(stderr, "  %s: rc %d\n", what, rc);
 		CHECK(!"bad result on hostile input");
+	}
+	if (!rc && !noreturn_valid(fd, s)) {
+		fprintf(stderr, "  %s: noreturn stubs out of order\n", what);
+		CHECK(!"bad noreturn stubs on hostile input");
 	}
 	if (keep)
 		*keep = s;
