@@ -160,6 +160,37 @@ static void test_jump_table(void)
 	free(m.exits);
 }
 
+/* push %rbx; cmp $2,%edi; ja 2b; lea 34(%rip),%rdx; mov %edi,%eax; movslq (%rdx,%rax,4),%rax;
+ * add %rdx,%rax; jmp *%rax; 18: mov $1,%ebx; jmp 2b; 1f: mov $2,%ebx; jmp 2b; 26: mov $3,%ebx;
+ * 2b: test %rbx,%rbx; js 32; pop %rbx; ret; 32: ud2; 34: the table (18, 1f, 26, then a word
+ * that points nowhere), past the function's 0x34 bytes */
+static const uint8_t switched[] = {
+	0x53, 0x83, 0xff, 0x02, 0x77, 0x25, 0x48, 0x8d, 0x15, 0x27, 0x00, 0x00, 0x00, 0x89,
+	0xf8, 0x48, 0x63, 0x04, 0x82, 0x48, 0x01, 0xd0, 0xff, 0xe0, 0xbb, 0x01, 0x00, 0x00,
+	0x00, 0xeb, 0x0c, 0xbb, 0x02, 0x00, 0x00, 0x00, 0xeb, 0x05, 0xbb, 0x03, 0x00, 0x00,
+	0x00, 0x48, 0x85, 0xdb, 0x78, 0x02, 0x5b, 0xc3, 0x0f, 0x0b, 0xe4, 0xff, 0xff, 0xff,
+	0xeb, 0xff, 0xff, 0xff, 0xf2, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x40,
+};
+
+static void test_jump_table_read(void)
+{
+	/* the table's cases land before the js: the exit moves */
+	struct site_move m = exits_of(switched, sizeof(switched), 0x34, false, NULL, 0);
+	uint8_t onto_pop[sizeof(switched)];
+	struct site_move n;
+
+	CHECK(m.nexits == 1 && m.exits_moved == 1);
+	if (m.exits_moved)
+		CHECK(m.exits[0].off == BASE + 0x2e && m.exits[0].sp_delta == 8);
+	/* its third case lands on the pop after the js (0x30 - 0x34): the exit stays */
+	memcpy(onto_pop, switched, sizeof(switched));
+	memcpy(onto_pop + 0x3c, "\xfc\xff\xff\xff", 4);
+	n = exits_of(onto_pop, sizeof(onto_pop), 0x34, false, NULL, 0);
+	CHECK(n.nexits == 1 && n.exits_moved == 0);
+	free(m.exits);
+	free(n.exits);
+}
+
 static void test_not_onto_the_entry(void)
 {
 	/* push %rbx; pop %rbx; ret: the only emulated instruction is the entry's own site */
@@ -188,6 +219,7 @@ int main(void)
 	RUN(test_own_branch_lands_after_the_site);
 	RUN(test_return_value_written_after);
 	RUN(test_jump_table);
+	RUN(test_jump_table_read);
 	RUN(test_not_onto_the_entry);
 	RUN(test_noreturn_names);
 	UNIT_EXIT();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "elf/exit_site.h"
+#include "elf/jump_table.h"
 #include "util/util.h"
 
 #include <stdlib.h>
@@ -13,10 +14,11 @@ struct fn_code {
 	uint64_t *target; /* a branch's direct target in the function (~0: none) */
 	uint8_t *flow;	  /* FLOW_* */
 	size_t n, cap;
-	uint64_t *landings; /* every direct branch target in the function, sorted (at most one
-			     * an instruction: sized as the others) */
-	size_t nlandings;
-	bool table; /* an indirect jump that is no tail call: a jump table */
+	uint64_t *landings; /* every place a branch of the function goes, sorted */
+	size_t nlandings, landcap;
+	uint64_t (*tables)[2]; /* each jump table's lea and jmp (elf/jump_table.h) */
+	size_t ntables;
+	bool table; /* an indirect jump that is no tail call and no jump table it can read */
 };
 
 enum {
@@ -384,7 +386,6 @@ static void fn_code__add(struct fn_code *fc, csh h, const cs_insn *insn,
 		fc->addr = xrealloc(fc->addr, fc->cap, sizeof(uint64_t));
 		fc->target = xrealloc(fc->target, fc->cap, sizeof(uint64_t));
 		fc->flow = xrealloc(fc->flow, fc->cap, 1);
-		fc->landings = xrealloc(fc->landings, fc->cap, sizeof(uint64_t));
 	}
 	fc->addr[fc->n] = insn->address;
 	fc->flow[fc->n] = successors(h, insn, v, m, &next, &t) ? 0 : FLOW_UNKNOWN;
@@ -393,9 +394,22 @@ static void fn_code__add(struct fn_code *fc, csh h, const cs_insn *insn,
 	if (!jump && !cs_insn_group(h, insn, CS_GRP_CALL))
 		return;
 	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+		if (fc->nlandings == fc->landcap) {
+			fc->landcap = fc->landcap ? 2 * fc->landcap : 256;
+			fc->landings = xrealloc(fc->landings, fc->landcap, sizeof(uint64_t));
+		}
 		fc->landings[fc->nlandings++] = x->operands[0].imm;
 	} else if (jump && !is_exit(insn, v, m)) {
-		fc->table = true;
+		uint64_t lea;
+
+		if (!jump_table__targets(h, v, fc->addr, fc->n - 1, insn, &fc->landings,
+					 &fc->nlandings, &fc->landcap, &lea)) {
+			fc->table = true;
+			return;
+		}
+		fc->tables = xrealloc(fc->tables, fc->ntables + 1, sizeof(*fc->tables));
+		fc->tables[fc->ntables][0] = lea;
+		fc->tables[fc->ntables++][1] = insn->address;
 	}
 }
 
@@ -405,6 +419,7 @@ static void fn_code__free(struct fn_code *fc)
 	free(fc->target);
 	free(fc->flow);
 	free(fc->landings);
+	free(fc->tables);
 	memset(fc, 0, sizeof(*fc));
 }
 
@@ -445,6 +460,10 @@ void exit_site__find(csh h, cs_insn *insn, const struct code_view *v, struct sit
 	if (!m->nexits)
 		m->exits_why_not = "it has no return";
 	qsort(fc.landings, fc.nlandings, sizeof(uint64_t), cmp_u64);
+	/* a table read from a lea that a branch lands after, up to its jmp: a guess */
+	for (size_t i = 0; i < fc.ntables; i++)
+		if (landing_in(&fc, fc.tables[i][0] + 1, fc.tables[i][1]))
+			fc.table = true;
 	for (size_t i = 0; i < m->nexits && !getenv("TRACER_NO_EXIT_MOVE"); i++) {
 		struct site_exit *e = &m->exits[i], moved = *e;
 		long r = insn_at(&fc, e->ret);

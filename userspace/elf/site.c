@@ -35,15 +35,18 @@ int code_view__open(struct code_view *v, int fd)
 	if (!elf)
 		return -ENOEXEC;
 	if (!elf_getphdrnum(elf, &n)) {
-		for (size_t i = 0; i < n && v->nseg < 4; i++) {
+		for (size_t i = 0; i < n && v->nload < 8; i++) {
 			GElf_Phdr ph;
 
 			if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD ||
-			    !(ph.p_flags & PF_X) || ph.p_offset > (uint64_t)st.st_size ||
+			    ph.p_offset > (uint64_t)st.st_size ||
 			    ph.p_filesz > (uint64_t)st.st_size - ph.p_offset)
 				continue;
-			v->seg[v->nseg].off = ph.p_offset;
-			v->seg[v->nseg++].len = ph.p_filesz;
+			v->load[v->nload].off = ph.p_offset;
+			v->load[v->nload].len = ph.p_filesz;
+			v->load[v->nload++].vaddr = ph.p_vaddr;
+			if ((ph.p_flags & PF_X) && v->nseg < 4)
+				v->seg[v->nseg++] = v->load[v->nload - 1];
 		}
 		err = v->nseg ? 0 : -ENOEXEC;
 	}
@@ -61,6 +64,8 @@ int code_view__open(struct code_view *v, int fd)
 	v->map_len = st.st_size;
 	for (size_t i = 0; i < v->nseg; i++)
 		v->seg[i].bytes = v->map + v->seg[i].off;
+	for (size_t i = 0; i < v->nload; i++)
+		v->load[i].bytes = v->map + v->load[i].off;
 	return 0;
 }
 
@@ -68,9 +73,11 @@ void code_view__init_mem(struct code_view *v, const uint8_t *code, size_t len, u
 {
 	memset(v, 0, sizeof(*v));
 	v->seg[0].bytes = code;
-	v->seg[0].off = base;
+	v->seg[0].off = v->seg[0].vaddr = base;
 	v->seg[0].len = len;
 	v->nseg = 1;
+	v->load[0] = v->seg[0];
+	v->nload = 1;
 }
 
 void code_view__close(struct code_view *v)

@@ -29,9 +29,10 @@ struct code_view {
 	size_t map_len;
 	struct {
 		uint64_t off, len;  /* in the file */
+		uint64_t vaddr;	    /* where the object is linked to load it */
 		const uint8_t *bytes; /* its first byte */
-	} seg[4]; /* its executable PT_LOAD segments */
-	size_t nseg;
+	} seg[4], load[8]; /* its executable PT_LOAD segments; all of them (jump tables) */
+	size_t nseg, nload;
 	/* the object's symbols' file offsets, sorted (set by the caller): another entry point
 	 * in the skipped bytes keeps the site too */
 	const uint64_t *entries;
@@ -43,7 +44,8 @@ struct code_view {
 };
 
 int code_view__open(struct code_view *v, int fd);
-/* Over bytes already in memory (tests): one executable segment at file offset base. */
+/* Over bytes already in memory (tests): one executable segment at file offset and address
+ * base. */
 void code_view__init_mem(struct code_view *v, const uint8_t *code, size_t len, uint64_t base);
 void code_view__close(struct code_view *v);
 /* The executable bytes from off to the end of its segment (NULL, 0 when off is in none). */
