@@ -46,6 +46,13 @@ $(OUTPUT)/targets/cxx_epilogues: tests/targets/cxx_epilogues.cpp | $(OUTPUT)/tar
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -g -O2 -fstack-protector-strong -Wall -Wextra $< -o $@
 
+# ... and as Ubuntu builds (CET: endbr64 first, PLT stubs in .plt.sec)
+$(OUTPUT)/targets/cxx_epilogues_cet: tests/targets/cxx_epilogues.cpp | $(OUTPUT)/targets
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -g -O2 -fstack-protector-strong -fcf-protection=full -Wl,-z,ibtplt -Wall \
+		-Wextra $< -o $@
+
+test-bins: $(OUTPUT)/targets/cxx_epilogues_cet
 check-kernels: $(OUTPUT)/targets/cxx_epilogues
 
 # the C++ targets' shared start (a change rebuilds them)

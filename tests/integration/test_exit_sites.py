@@ -89,6 +89,20 @@ def test_moved_exits_launched(tmp):
     check(trace, text, ground_truth(err))
 
 
+def test_moved_exits_cet_build(tmp):
+    """Built as Ubuntu builds (CET): functions start with endbr64, and __stack_chk_fail's PLT
+    stub is in .plt.sec, found through .rela.plt all the same."""
+    out = os.path.join(tmp, "x.json")
+    rc, err = lib.run_tracer("-u", SPEC.replace("cxx_epilogues", "cxx_epilogues_cet"), "-o", out,
+                             "--", lib.target("cxx_epilogues_cet"), "--iterations", "100",
+                             "--us", US)
+    assert rc == 0, err
+    trace, text = load_trace(out)
+    check(trace, text, ground_truth(err))
+    assert all(p.get("site_past") == "endbr64" for p in trace["metadata"]["probes"]
+               if p["name"] == "onnx::Resize::Compute"), trace["metadata"]["probes"]
+
+
 def test_exits_stay_at_ret_when_told(tmp):
     """TRACER_NO_EXIT_MOVE=1 (the benchmark's comparison) probes each `ret` itself."""
     out = os.path.join(tmp, "x.json")
