@@ -459,7 +459,8 @@ void exit_site__find(csh h, cs_insn *insn, const struct code_view *v, struct sit
 	}
 	if (!m->nexits)
 		m->exits_why_not = "it has no return";
-	qsort(fc.landings, fc.nlandings, sizeof(uint64_t), cmp_u64);
+	if (fc.nlandings)
+		qsort(fc.landings, fc.nlandings, sizeof(uint64_t), cmp_u64);
 	/* a table read from a lea that a branch lands after, up to its jmp: a guess */
 	for (size_t i = 0; i < fc.ntables; i++)
 		if (landing_in(&fc, fc.tables[i][0] + 1, fc.tables[i][1]))
