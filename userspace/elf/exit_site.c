@@ -26,7 +26,8 @@ enum {
 	FLOW_UNKNOWN = 2, /* goes where cannot be told */
 };
 
-static bool in_sorted(const uint64_t *v, size_t n, uint64_t x)
+/* The first index of the sorted v[0..n) whose value is at least x (n if none). */
+static size_t lower_bound(const uint64_t *v, size_t n, uint64_t x)
 {
 	size_t lo = 0, hi = n;
 
@@ -38,28 +39,28 @@ static bool in_sorted(const uint64_t *v, size_t n, uint64_t x)
 		else
 			hi = mid;
 	}
-	return lo < n && v[lo] == x;
+	return lo;
+}
+
+/* Whether the sorted v[0..n) holds a value in [lo, hi]. */
+static bool any_in(const uint64_t *v, size_t n, uint64_t lo, uint64_t hi)
+{
+	size_t i = lower_bound(v, n, lo);
+
+	return i < n && v[i] <= hi;
 }
 
 /* The index of the instruction starting at addr; -1 if none does. */
 static long insn_at(const struct fn_code *fc, uint64_t addr)
 {
-	size_t lo = 0, hi = fc->n;
+	size_t i = lower_bound(fc->addr, fc->n, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (fc->addr[mid] < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < fc->n && fc->addr[lo] == addr ? (long)lo : -1;
+	return i < fc->n && fc->addr[i] == addr ? (long)i : -1;
 }
 
-bool exit_site__is_entry(const struct code_view *v, uint64_t off)
+static bool is_entry(const struct code_view *v, uint64_t off)
 {
-	return in_sorted(v->entries, v->nentries, off);
+	return any_in(v->entries, v->nentries, off, off);
 }
 
 /* A PLT stub: an indirect jump through the GOT, after an endbr64 and a bnd prefix in .plt.sec. */
@@ -98,18 +99,10 @@ static bool is_exit(const cs_insn *insn, const struct code_view *v, const struct
 	if (x->operands[0].type == X86_OP_IMM) {
 		uint64_t t = x->operands[0].imm;
 
-		return !inside(m, t) && (exit_site__is_entry(v, t) || is_plt_stub(v, t));
+		return !inside(m, t) && (is_entry(v, t) || is_plt_stub(v, t));
 	}
 	return x->operands[0].type == X86_OP_MEM && x->operands[0].mem.base == X86_REG_RIP &&
 	       x->operands[0].mem.index == X86_REG_INVALID;
-}
-
-static bool decode_at(csh h, cs_insn *insn, const struct code_view *v, uint64_t addr)
-{
-	size_t len;
-	const uint8_t *p = code_view__at(v, addr, &len);
-
-	return p && cs_disasm_iter(h, &p, &len, &addr, insn);
 }
 
 /* Where control can go after insn, besides falling through (*next): a direct target (*t, or
@@ -130,7 +123,8 @@ static bool successors(csh h, const cs_insn *insn, const struct code_view *v,
 	}
 	if (cs_insn_group(h, insn, CS_GRP_CALL)) {
 		/* a call to a function that never returns ends the path */
-		*next = !(direct && in_sorted(v->noreturn, v->nnoreturn, x->operands[0].imm));
+		*next = !(direct && any_in(v->noreturn, v->nnoreturn, x->operands[0].imm,
+					   x->operands[0].imm));
 		return true;
 	}
 	if (!cs_insn_group(h, insn, CS_GRP_JUMP))
@@ -302,17 +296,7 @@ static int8_t jcc_cond(const cs_insn *insn)
 /* Whether a branch of the function lands in [lo, hi]. */
 static bool landing_in(const struct fn_code *fc, uint64_t lo, uint64_t hi)
 {
-	size_t a = 0, b = fc->nlandings;
-
-	while (a < b) { /* the first landing at or past lo */
-		size_t mid = a + (b - a) / 2;
-
-		if (fc->landings[mid] < lo)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	return a < fc->nlandings && fc->landings[a] <= hi;
+	return any_in(fc->landings, fc->nlandings, lo, hi);
 }
 
 /* The exit of the `ret` at fc->addr[r], moved back to the emulated instruction before it
@@ -332,7 +316,7 @@ static bool move_back(csh h, cs_insn *insn, const struct code_view *v, const str
 
 		if (fc->addr[s] <= m->func + m->delta)
 			return false; /* the entry's site: one probe cannot be both */
-		if (!decode_at(h, insn, v, fc->addr[s]))
+		if (!code_view__decode(v, h, insn, fc->addr[s]))
 			return false;
 		if (c == INSN_STEPPED)
 			continue;
@@ -355,7 +339,7 @@ static bool move_back(csh h, cs_insn *insn, const struct code_view *v, const str
 		e->from_rbp = false;
 		e->sp_delta = 0;
 		for (size_t k = s; k < r; k++) {
-			if (!decode_at(h, insn, v, fc->addr[k]))
+			if (!code_view__decode(v, h, insn, fc->addr[k]))
 				return false;
 			if (k > s || insn->id == X86_INS_PUSH) {
 				if (!follow_rsp(h, insn, m->keep_ret, e, &rbp_changed))
@@ -367,9 +351,8 @@ static bool move_back(csh h, cs_insn *insn, const struct code_view *v, const str
 	if (fc->table || landing_in(fc, fc->addr[s] + 1, fc->addr[r]))
 		return false;
 	/* another entry point after the site */
-	for (size_t k = s + 1; k <= r; k++)
-		if (exit_site__is_entry(v, fc->addr[k]))
-			return false;
+	if (any_in(v->entries, v->nentries, fc->addr[s] + 1, fc->addr[r]))
+		return false;
 	e->off = fc->addr[s];
 	return true;
 }
@@ -425,6 +408,8 @@ static void fn_code__free(struct fn_code *fc)
 
 void exit_site__find(csh h, cs_insn *insn, const struct code_view *v, struct site_move *m)
 {
+	/* TRACER_NO_EXIT_MOVE: every exit at its `ret`, as before: to compare */
+	bool move = !getenv("TRACER_NO_EXIT_MOVE");
 	size_t avail, left;
 	const uint8_t *p = code_view__at(v, m->func, &avail);
 	uint64_t addr = m->func;
@@ -465,7 +450,7 @@ void exit_site__find(csh h, cs_insn *insn, const struct code_view *v, struct sit
 	for (size_t i = 0; i < fc.ntables; i++)
 		if (landing_in(&fc, fc.tables[i][0] + 1, fc.tables[i][1]))
 			fc.table = true;
-	for (size_t i = 0; i < m->nexits && !getenv("TRACER_NO_EXIT_MOVE"); i++) {
+	for (size_t i = 0; i < m->nexits && move; i++) {
 		struct site_exit *e = &m->exits[i], moved = *e;
 		long r = insn_at(&fc, e->ret);
 

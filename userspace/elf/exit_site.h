@@ -13,7 +13,4 @@
  * (m->delta) is moved. */
 void exit_site__find(csh h, cs_insn *insn, const struct code_view *v, struct site_move *m);
 
-/* Whether off is one of the object's symbols (v->entries). */
-bool exit_site__is_entry(const struct code_view *v, uint64_t off);
-
 #endif

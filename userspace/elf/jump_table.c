@@ -7,14 +7,6 @@
 #define TABLE_MAX 16384 /* entries read at most */
 #define LEA_BACK 6	/* instructions between the lea and the movslq at most */
 
-static bool decode(csh h, cs_insn *insn, const struct code_view *v, uint64_t addr)
-{
-	size_t len;
-	const uint8_t *p = code_view__at(v, addr, &len);
-
-	return p && cs_disasm_iter(h, &p, &len, &addr, insn);
-}
-
 static bool writes(csh h, const cs_insn *insn, unsigned int reg)
 {
 	cs_regs rd, wr;
@@ -79,14 +71,14 @@ bool jump_table__targets(csh h, const struct code_view *v, const uint64_t *prev,
 		goto out;
 	a = jx->operands[0].reg;
 	/* add %rB,%rA */
-	if (!decode(h, insn, v, prev[nprev - 1]) || insn->id != X86_INS_ADD ||
+	if (!code_view__decode(v, h, insn, prev[nprev - 1]) || insn->id != X86_INS_ADD ||
 	    insn->detail->x86.op_count != 2 || insn->detail->x86.operands[0].type != X86_OP_REG ||
 	    insn->detail->x86.operands[0].reg != a ||
 	    insn->detail->x86.operands[1].type != X86_OP_REG)
 		goto out;
 	b = insn->detail->x86.operands[1].reg;
 	/* movslq (%rB,%rI,4),%rA */
-	if (!decode(h, insn, v, prev[nprev - 2]) || insn->id != X86_INS_MOVSXD ||
+	if (!code_view__decode(v, h, insn, prev[nprev - 2]) || insn->id != X86_INS_MOVSXD ||
 	    insn->detail->x86.op_count != 2 || insn->detail->x86.operands[0].type != X86_OP_REG ||
 	    insn->detail->x86.operands[0].reg != a ||
 	    insn->detail->x86.operands[1].type != X86_OP_MEM ||
@@ -97,7 +89,7 @@ bool jump_table__targets(csh h, const struct code_view *v, const uint64_t *prev,
 	for (k = nprev - 2; k-- > 0 && nprev - 2 - k <= LEA_BACK;) {
 		const cs_x86 *x;
 
-		if (!decode(h, insn, v, prev[k]))
+		if (!code_view__decode(v, h, insn, prev[k]))
 			goto out;
 		x = &insn->detail->x86;
 		if (insn->id == X86_INS_LEA && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&

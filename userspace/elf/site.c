@@ -98,6 +98,14 @@ const uint8_t *code_view__at(const struct code_view *v, uint64_t off, size_t *le
 	return NULL;
 }
 
+bool code_view__decode(const struct code_view *v, csh h, cs_insn *insn, uint64_t off)
+{
+	size_t len;
+	const uint8_t *p = code_view__at(v, off, &len);
+
+	return p && cs_disasm_iter(h, &p, &len, &off, insn);
+}
+
 /* The register families that must not change before the site. */
 static bool is_sp(unsigned int r)
 {

@@ -17,6 +17,8 @@
 
 #include "elf/insn.h"
 
+#include <capstone/capstone.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,6 +52,8 @@ void code_view__init_mem(struct code_view *v, const uint8_t *code, size_t len, u
 void code_view__close(struct code_view *v);
 /* The executable bytes from off to the end of its segment (NULL, 0 when off is in none). */
 const uint8_t *code_view__at(const struct code_view *v, uint64_t off, size_t *len);
+/* The instruction at off into insn (its address: off); false when none decodes there. */
+bool code_view__decode(const struct code_view *v, csh h, cs_insn *insn, uint64_t off);
 
 /* Where a call of a function ends, and how the exit program finds the call there. A `ret` is
  * single-stepped; the exit moves back to the emulated instruction before it (the stack
