@@ -61,6 +61,16 @@ def back_to_back(calls, tick_ns=1_000_000):
     return sum(b[0] - a[1] < tick_ns for a, b in zip(calls, calls[1:]))
 
 
+def worst_covered(logged, traced, n=3):
+    """The n logged calls (start, end) that the traced spans (start, end) cover least, with
+    what covers each: a failed total says where its time went."""
+    def cover(c):
+        return sum(clipped(s, e, c[0], c[1]) for s, e in traced)
+    worst = sorted(logged, key=lambda c: cover(c) - (c[1] - c[0]))[:n]
+    return [(c, c[1] - c[0] - cover(c), [(s, e) for s, e in traced if e > c[0] and s < c[1]])
+            for c in worst]
+
+
 def test_python_stage_functions(tmp, python=PYTHON, minor=11, root=None):
     """root: python runs chrooted there (paths it names are inside that tree)."""
     assert os.access((root or "") + python, os.X_OK), f"no {python} (Debian's python3.11)"
@@ -128,7 +138,10 @@ def test_python_stage_functions(tmp, python=PYTHON, minor=11, root=None):
         # totals within 5% (issue 27): edges are exact at switches and within a tick (1 ms)
         # elsewhere, and decode_batch's end, preempted by the writer it wakes as it puts its
         # result, is placed at that preemption (not midway to the tick before: 5.6-8.8% short)
-        assert abs(traced_ns - logged_ns) <= 0.05 * logged_ns, (func, traced_ns, logged_ns)
+        assert abs(traced_ns - logged_ns) <= 0.05 * logged_ns, \
+            (func, traced_ns, logged_ns, worst_covered(
+                logged, [(t0 + e["ts"] * 1000, t0 + (e["ts"] + e["dur"]) * 1000) for e in evs]),
+             [l for l in err.splitlines() if "lost" in l or "python:" in l])
     # a queue's get blocks taking a lock in Condition.wait: the native span names that caller
     # (co_name "wait" before 3.11) and the line of its call, read from the version's own line
     # table (co_lnotab, 3.10's co_linetable, the location table)
