@@ -327,6 +327,9 @@ enum py_cfg_flags {
 #define PY_FRAME_READ 128
 /* The locals of a frame that tell one of its calls from the next (struct py_frame.locals). */
 #define PY_LOCALS_HASHED 8
+/* The most bytes read at once: a frame's fields with its first locals, or a thread state's id
+ * with its current frame. */
+#define PY_READ_MAX 256
 
 struct py_proc_cfg {
 	__u64 runtime; /* address of _PyRuntime in the process */
@@ -356,7 +359,13 @@ struct py_proc_cfg {
 	__u32 gil_at;
 	__u32 gil_lo;
 	__u32 gil_hi;
-	__u32 _pad;
+	/* where the frame's locals start from frame_base when a read of PY_FRAME_READ +
+	 * PY_LOCALS_HASHED words there takes them with the fields (3.11 on; 0: not so) */
+	__u32 frame_locals_at;
+	/* the thread state's bytes from tstate_lo holding tstate_match and tstate_frame, read at
+	 * once (0: two reads) */
+	__u32 tstate_lo;
+	__u32 tstate_span;
 };
 
 /* What a code object's name said when its frame was read: the str's length and first 8 bytes
@@ -396,7 +405,7 @@ struct py_stack_rec {
 };
 
 #ifndef __cplusplus
-_Static_assert(sizeof(struct py_proc_cfg) == 104, "py_proc_cfg layout");
+_Static_assert(sizeof(struct py_proc_cfg) == 112, "py_proc_cfg layout");
 _Static_assert(sizeof(struct py_stack_rec) == 40 + 40 * PY_MAX_FRAMES, "py_stack_rec layout");
 _Static_assert(sizeof(struct span_rec) == 40, "span_rec layout");
 _Static_assert(sizeof(struct span_capture_rec) == 40 + 72, "span_capture_rec layout");

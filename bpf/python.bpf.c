@@ -39,17 +39,31 @@ struct {
  * only migration disabled, so a per-CPU record could be half-built when another thread's read
  * on the same CPU (its probe hit, a switch, a tick) overwrote it. A read that interrupts one
  * of the same thread waits (busy). */
-/* Where read_frame puts a frame's locals to hash them (not on the stack: see name_fp). */
+/* Where read_frame reads a frame, and then a name (not on the stack: see name_fp). */
+#define PY_READ_WORDS (PY_READ_MAX / 8)
+#define PY_NL_UNKNOWN 0xff
 struct py_words {
-	__u64 w[PY_LOCALS_HASHED];
+	/* the frame's fields, then (3.11 on, where its first locals follow them) those locals */
+	__u64 w[PY_READ_WORDS];
+	/* per depth of the stack: how many locals its frame's code has (at most
+	 * PY_LOCALS_HASHED), while the code there is the one the thread's last read found
+	 * (struct py_frame.code); PY_NL_UNKNOWN: not read */
+	__u8 nlocals[PY_MAX_FRAMES];
 	__u32 want; /* 0: the innermost frame, whose locals tell nothing (it calls nothing) */
+	__u32 at;   /* the depth being read */
 };
+_Static_assert(PY_FRAME_READ + PY_LOCALS_HASHED * 8 <= PY_READ_WORDS * 8, "py_words.w");
 
 struct py_thread {
 	__u64 tstate;
 	__u64 retry_ns;	 /* tstate == 0: when to look for it again */
 	__u64 retry_gap; /* the wait before that retry */
-	__u64 stack_hash; /* of the last submitted read's frames (stack_step) */
+	__u64 stack_hash; /* of the last submitted read's frames: the sum of their stack_step */
+	/* The last whole read's frames, innermost first, each as stack_step(0, ...), and their
+	 * sum; mixed: how many (0: none a read may stop at, see walk_step) */
+	__u64 mix[PY_MAX_FRAMES];
+	__u64 mix_total;
+	__u32 mixed;
 	/* the last probe hit's read (PY_READ_PROBE): its call's stack pointer (0: none, or the
 	 * read failed), its innermost frame (stack_step) and the whole stack's hash */
 	__u64 probe_sp, probe_top, probe_hash;
@@ -148,20 +162,37 @@ __noinline __u64 find_tstate(const struct py_proc_cfg *cfg, __u64 key)
  * its state (3.11 creates it with its creator's): the first waits of a new thread lost their
  * stack to the retry interval. */
 static __always_inline __u64 thread_state(const struct py_proc_cfg *cfg, struct py_thread *th,
-					  __u32 tid, __u64 now, __u32 reason)
+					  __u32 tid, __u64 now, __u32 reason, __u64 *frame)
 {
 	__u64 key = thread_key(cfg, tid);
 	bool young;
 
 	if (!key)
 		return 0;
-	if (th->tstate && read_ptr(th->tstate + cfg->tstate_match) == key)
+	/* its id and its current frame in one read, when they lie that close (3.8 on) */
+	if (th->tstate && cfg->tstate_span) {
+		__u64 n = cfg->tstate_span;
+
+		barrier_var(n); /* the bound on the register the helper gets */
+		if (n <= sizeof(th->scratch.w) &&
+		    !bpf_probe_read_user(th->scratch.w, n,
+					 (const void *)(th->tstate + cfg->tstate_lo)) &&
+		    th->scratch.w[(cfg->tstate_match - cfg->tstate_lo) / 8 &
+				  (PY_READ_WORDS - 1)] == key) {
+			*frame = th->scratch.w[(cfg->tstate_frame - cfg->tstate_lo) / 8 &
+					       (PY_READ_WORDS - 1)];
+			return th->tstate;
+		}
+	} else if (th->tstate && read_ptr(th->tstate + cfg->tstate_match) == key) {
+		*frame = read_ptr(th->tstate + cfg->tstate_frame);
 		return th->tstate;
+	}
 	if (!th->tstate && now < th->retry_ns && reason != PY_READ_WAIT)
 		return 0;
 	th->tstate = find_tstate(cfg, key);
 	if (th->tstate) {
 		th->retry_gap = 0;
+		*frame = read_ptr(th->tstate + cfg->tstate_frame);
 		return th->tstate;
 	}
 	young = now - bpf_get_current_task_btf()->start_time < PY_YOUNG_NS;
@@ -172,16 +203,8 @@ static __always_inline __u64 thread_state(const struct py_proc_cfg *cfg, struct 
 	return 0;
 }
 
-/* One frame: its code, previous frame, instruction and owner lie within PY_FRAME_READ bytes
- * (userspace checks it before it writes the offsets), so one read gets them all. */
-struct frame_words {
-	__u64 w[PY_FRAME_READ / 8];
-};
-
 /* The str's length and first characters lie within 40 bytes (userspace checks it): one read,
- * into w, the frame's words read_frame is done with (5 of them): no stack of its own. 6.1 allows
- * a chain of calls 512 bytes of stack, span_enter, py_read, walk_step (a bpf_loop callback
- * counts) and read_frame together; it refused 544. */
+ * into w, the frame's words read_frame is done with (5 of them). */
 static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str, __u64 *w)
 {
 	__u64 i = (cfg->str_ascii_data - cfg->str_length) / 8;
@@ -197,57 +220,87 @@ static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str, _
  * function: only *previous is set; -1: unreadable. A global function: verified once, not at
  * each of its callers' paths. Shims are the owners from owner_cstack on: 3.14 put its
  * interpreter's entry frames, FRAME_OWNED_BY_INTERPRETER, at 3.13's FRAME_OWNED_BY_CSTACK (3),
- * and moved that to 4, so 3.13's value covers both. */
+ * and moved that to 4, so 3.13's value covers both.
+ * A caller's frame, the same code at its depth as at the last read, costs one read: its
+ * fields and (3.11 on) its first locals right after them, as many as the code has. */
 __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_frame *out,
 			  __u64 *previous, struct py_words *scr)
 {
-	struct frame_words fw;
-	__u32 n, nl = 0;
-	__u64 code;
+	__u64 n, loc = 0, first = 0, code, h;
+	__u32 nl, at;
 
 	if (!cfg || !out || !previous || !scr)
 		return -1;
+	at = scr->at & (PY_MAX_FRAMES - 1);
 	n = cfg->frame_read;
-	if (!n || n > PY_FRAME_READ ||
-	    bpf_probe_read_user(&fw, n, (const void *)(frame + cfg->frame_base)))
-		return -1;
-	*previous = fw.w[(cfg->frame_previous / 8) & (PY_FRAME_READ / 8 - 1)];
+	nl = scr->nlocals[at];
+	if (scr->want && cfg->frame_locals_at && nl <= PY_LOCALS_HASHED) {
+		loc = cfg->frame_locals_at & (PY_FRAME_READ * 2 - 1);
+		if (loc + nl * 8 > n)
+			n = loc + nl * 8;
+	}
+	barrier_var(n); /* the bound on the register the helper gets */
+	if (!n || n > sizeof(scr->w) ||
+	    bpf_probe_read_user(scr->w, n, (const void *)(frame + cfg->frame_base))) {
+		/* the count was another code's, more than this frame holds: its fields alone */
+		n = cfg->frame_read;
+		loc = 0;
+		barrier_var(n);
+		if (!n || n > PY_FRAME_READ ||
+		    bpf_probe_read_user(scr->w, n, (const void *)(frame + cfg->frame_base)))
+			return -1;
+	}
+	*previous = scr->w[(cfg->frame_previous / 8) & (PY_READ_WORDS - 1)];
 	if ((cfg->flags & PY_CFG_OWNER) &&
-	    ((__u8 *)fw.w)[cfg->frame_owner & (PY_FRAME_READ - 1)] >= cfg->owner_cstack)
+	    ((__u8 *)scr->w)[cfg->frame_owner & (PY_FRAME_READ - 1)] >= cfg->owner_cstack)
 		return 1;
-	code = fw.w[(cfg->frame_code / 8) & (PY_FRAME_READ / 8 - 1)];
-	out->instr = fw.w[(cfg->frame_prev_instr / 8) & (PY_FRAME_READ / 8 - 1)];
+	code = scr->w[(cfg->frame_code / 8) & (PY_READ_WORDS - 1)];
+	out->instr = scr->w[(cfg->frame_prev_instr / 8) & (PY_READ_WORDS - 1)];
 	/* out holds what the thread's last read found at this depth: the same code there still
 	 * has the name it had (the stack is read at each tick; a code object freed and another
-	 * made at its address in between fails the fingerprint, and goes unnamed) */
+	 * made at its address in between fails the fingerprint, and goes unnamed), and the same
+	 * count of locals */
+	if (code != out->code || !out->name)
+		nl = scr->nlocals[at] = PY_NL_UNKNOWN;
+	/* the first locals: a caller's do not move while its callee runs (struct py_frame) */
+	out->locals = 0;
+	if (scr->want && code && nl == PY_NL_UNKNOWN) {
+		nl = 0;
+		if (!bpf_probe_read_user(&nl, sizeof(nl), (const void *)(code + cfg->code_nlocals))) {
+			if (nl > PY_LOCALS_HASHED)
+				nl = PY_LOCALS_HASHED;
+			scr->nlocals[at] = nl;
+		}
+	}
+	if (scr->want && code && nl && nl <= PY_LOCALS_HASHED) {
+		if (loc && loc + nl * 8 <= n) {
+			first = loc / 8;
+		} else {
+			n = nl * 8;
+			barrier_var(n); /* the bound on the register the helper gets */
+			if (n > PY_LOCALS_HASHED * 8 ||
+			    bpf_probe_read_user(scr->w, n,
+						(const void *)(frame + cfg->frame_localsplus)))
+				nl = 0;
+		}
+		h = nl;
+		for (int i = 0; i < PY_LOCALS_HASHED; i++)
+			if (i < nl)
+				h = (h ^ scr->w[(first + i) & (PY_READ_WORDS - 1)]) *
+				    0x9e3779b97f4a7c15ULL;
+		out->locals = nl ? h : 0;
+	}
 	if (code != out->code || !out->name) {
 		out->code = code;
 		out->name = code ? read_ptr(code + cfg->code_qualname) : 0;
-		/* fw is read: its words take the name (not another stack slot: see name_fp) */
-		out->name_fp = name_fp(cfg, out->name, fw.w);
-	}
-	/* the first locals: a caller's do not move while its callee runs (struct py_frame) */
-	out->locals = 0;
-	if (scr->want && out->code &&
-	    !bpf_probe_read_user(&nl, sizeof(nl), (const void *)(out->code + cfg->code_nlocals))) {
-		if (nl > PY_LOCALS_HASHED)
-			nl = PY_LOCALS_HASHED;
-		barrier_var(nl); /* the bound on the register the helper gets */
-		if (nl && nl <= PY_LOCALS_HASHED &&
-		    !bpf_probe_read_user(scr->w, nl * 8,
-					 (const void *)(frame + cfg->frame_localsplus))) {
-			__u64 h = nl;
-
-			for (int i = 0; i < PY_LOCALS_HASHED; i++)
-				if (i < nl)
-					h = (h ^ scr->w[i]) * 0x9e3779b97f4a7c15ULL;
-			out->locals = h;
-		}
+		/* the frame's words are hashed: they take the name */
+		out->name_fp = name_fp(cfg, out->name, scr->w);
 	}
 	return 0;
 }
 
-/* One frame into a read's identity: where it is, what runs, where, and its locals. */
+/* One frame into a read's identity: where it is, what runs, where, and its locals. A stack's is
+ * the sum of its frames': their addresses tell their order. */
 static __always_inline __u64 stack_step(__u64 h, __u64 frame, const struct py_frame *f)
 {
 	h = (h ^ frame) * 0x9e3779b97f4a7c15ULL;
@@ -261,7 +314,10 @@ struct walk_ctx {
 	struct py_stack_rec *rec;
 	struct py_words *scr;
 	__u64 frame; /* the next one to read; 0 at the end of the stack */
-	__u64 hash;  /* stack_step over the frames read */
+	__u64 hash;  /* the sum of stack_step(0, ...) over the frames read */
+	__u64 *mix;  /* py_thread.mix */
+	__u64 left;  /* the sum of mix[depth, mixed): the last read's frames from this depth on */
+	__u32 mixed; /* py_thread.mixed, or 0 when the read must be whole */
 	__u32 depth;
 	bool fault;
 };
@@ -275,6 +331,7 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 	if (!w->frame || w->depth >= PY_MAX_FRAMES)
 		return 1;
 	f = &w->rec->frames[w->depth & (PY_MAX_FRAMES - 1)];
+	w->scr->at = w->depth;
 	ret = read_frame(w->cfg, w->frame, f, &next, w->scr);
 	if (ret < 0) {
 		w->fault = true;
@@ -282,7 +339,24 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 		return 1;
 	}
 	if (!ret) {
-		w->hash = stack_step(w->hash, w->frame, f);
+		__u64 m = stack_step(0, w->frame, f);
+		__u32 at = w->depth & (PY_MAX_FRAMES - 1);
+
+		/* The last read's frame at this depth, where it was, at the same instruction, with
+		 * its locals unchanged: the same call, suspended in the frame above since, and so
+		 * are the frames below it: the last read's, left in the record. (The one call it
+		 * could be instead, a new one from the same line of a caller whose locals moved on,
+		 * with the same locals of its own, is told apart at the next whole read.) */
+		if (w->depth < w->mixed && w->mix[at] == m) {
+			w->hash += w->left;
+			w->depth = w->mixed;
+			w->frame = 0;
+			return 1;
+		}
+		if (w->depth < w->mixed)
+			w->left -= w->mix[at];
+		w->mix[at] = m;
+		w->hash += m;
 		w->depth++;
 	}
 	w->frame = next;
@@ -329,21 +403,21 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason, __u64 s
 	struct py_stack_rec *rec = &th->rec;
 	/* the innermost frame is read into the record (the thread's own): not on the stack */
 	struct py_frame *top = &rec->frames[0];
-	__u64 tstate, frame, next = 0, hash = 0, top_h = 0;
-	__u32 depth = 0, flags = 0;
+	__u64 tstate, frame, next = 0, hash = 0, top_h = 0, left;
+	__u32 depth = 0, flags = 0, mixed;
 	void *ring;
 	__u64 size;
 	int ret;
 
 	count(CNT_PY_CHECKS);
-	tstate = thread_state(cfg, th, tid, ts, reason);
+	tstate = thread_state(cfg, th, tid, ts, reason, &frame);
 	if (!tstate)
 		return 0;
-	frame = read_ptr(tstate + cfg->tstate_frame);
 	if (cfg->flags & PY_CFG_CFRAME)
 		frame = read_ptr(frame + cfg->cframe_current_frame);
 	/* an entry shim on top (a C call into Python just began or ends): the stack below it */
 	th->scratch.want = 0;
+	th->scratch.at = 0;
 	ret = frame ? read_frame(cfg, frame, top, &next, &th->scratch) : 0;
 	if (ret > 0) {
 		frame = next;
@@ -369,14 +443,21 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason, __u64 s
 		flags = PY_SAME;
 		goto submit;
 	}
+	/* A probe hit's read stops at the first frame below the top that is as the thread's last
+	 * read found it (walk_step): the rest of the stack is still that read's. Ticks and
+	 * switches read it whole. */
+	mixed = reason == PY_READ_PROBE && th->submitted ? th->mixed : 0;
+	left = th->mix_total - th->mix[0];
 	if (frame) {
 		hash = top_h;
 		depth = 1;
 		frame = next;
+		th->mix[0] = top_h;
 	}
 	if (frame) {
 		struct walk_ctx w = { .cfg = cfg, .rec = rec, .scr = &th->scratch, .frame = frame,
-				      .hash = hash, .depth = 1 };
+				      .hash = hash, .mix = th->mix, .left = left, .mixed = mixed,
+				      .depth = 1 };
 
 		th->scratch.want = 1;
 		bpf_loop(PY_MAX_FRAMES - 1, walk_step, &w, 0);
@@ -392,6 +473,9 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason, __u64 s
 		flags |= PY_TRUNCATED;
 		count(CNT_PY_TRUNCATED);
 	}
+	/* what the next probe hit's read may stop at: this read's frames, if it has them all */
+	th->mixed = flags & (PY_FAULT | PY_TRUNCATED) ? 0 : depth;
+	th->mix_total = hash;
 	/* Every frame where it was, at the same instruction, each caller's locals unchanged: the
 	 * same calls, only the time is news. The whole stack, not its innermost frames: a loop
 	 * calling stage() that calls sleep() shows the same two frames at each call; its own

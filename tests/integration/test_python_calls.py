@@ -112,12 +112,13 @@ def measure(calls, got, off=(), unknown=()):
             "first": float(calls[0] in found)}
 
 
-def record(tmp, python, phases):
-    """Runs py_calls.py's phases under tracer: each logged function's measure()."""
+def record(tmp, python, phases, *tracer_args, traces=None):
+    """Runs py_calls.py's phases under tracer: each logged function's measure(); the trace
+    goes into traces (a list) too."""
     log, out = os.path.join(tmp, "calls.log"), os.path.join(tmp, "calls.json")
     p, (pid,) = lib.start_ready([python, os.path.join(lib.ROOT, "tests", "targets",
                                                       "py_calls.py"), "2", log] + phases)
-    tr = start_tracer("-p", pid, "-o", out)
+    tr = start_tracer("-p", pid, "-o", out, *tracer_args)
     sigusr1(pid)
     wait_exit(p)
     tr.send_signal(signal.SIGINT)
@@ -130,6 +131,8 @@ def record(tmp, python, phases):
             calls[name].append((int(s), int(e)))
     trace, text = load_trace(out)
     assert lib.check_format(trace, text) == []  # no span across a sibling or its parent's edge
+    if traces is not None:
+        traces.append(trace)
     t0 = trace["metadata"]["t0_monotonic_ns"]
     got, tid = collections.defaultdict(list), {}
     for e in spans(trace):
@@ -210,6 +213,33 @@ def call_edges_on(python):
     return test
 
 
+def native_calls_on(python):
+    """checksum(data) called again and again from the same line, 27 frames down, each call
+    making probed native calls (zlib's crc32, about ten a call) on the same buffer: its own
+    locals are the same at every call, its caller's are not. A probe hit's read stops at the
+    first frame below the top that is as the thread's last read found it, the rest of the
+    stack taken from that read (bpf/python.bpf.c, walk_step): every call is still found as its
+    own span, and every crc32 span names checksum as its Python caller and nests in one of its
+    spans."""
+    def test(tmp):
+        traces = []
+        m = record(tmp, python, ["native"], "-u", "other:libz.so*:crc32", traces=traces)
+        check(m, "checksum", first=True)
+        ev = spans(traces[0])
+        crc = [e for e in ev if e["name"] == "crc32"]
+        assert len(crc) >= 5 * m["checksum"]["calls"], (len(crc), m["checksum"])
+        # (from the thread's first read on: Python frames are read once the probes are in, and
+        # a call entered while they went in has no caller read, as in test_python)
+        first = min(e["ts"] for e in ev if e["cat"] == "python")
+        assert {e.get("args", {}).get("py") for e in crc if e["ts"] >= first} == {"checksum"}, \
+            collections.Counter(e.get("args", {}).get("py") for e in crc)
+        own = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e["name"] == "checksum")
+        for e in crc:
+            i = bisect.bisect_right(own, (e["ts"], float("inf"))) - 1
+            assert i >= 0 and own[i][1] >= e["ts"] + e["dur"], ("crc32 outside checksum", e)
+    return test
+
+
 def on_pyenv(make, minor):
     """make's test on pyenv's CPython 3.minor (skipped when absent)."""
     def test(tmp):
@@ -219,6 +249,7 @@ def on_pyenv(make, minor):
 
 test_python_back_to_back_calls = back_to_back_on(PYTHON)
 test_python_call_edges = call_edges_on(PYTHON)
+test_python_native_calls = native_calls_on(PYTHON)
 # each version's frame and code layout: PyFrameObject (3.8, 3.10), _PyInterpreterFrame (3.12
 # with its _PyCFrame, 3.13)
 test_python_back_to_back_calls_3_8 = on_pyenv(back_to_back_on, 8)
@@ -227,3 +258,5 @@ test_python_back_to_back_calls_3_12 = on_pyenv(back_to_back_on, 12)
 test_python_back_to_back_calls_3_13 = on_pyenv(back_to_back_on, 13)
 test_python_call_edges_3_8 = on_pyenv(call_edges_on, 8)
 test_python_call_edges_3_13 = on_pyenv(call_edges_on, 13)
+test_python_native_calls_3_8 = on_pyenv(native_calls_on, 8)
+test_python_native_calls_3_12 = on_pyenv(native_calls_on, 12)

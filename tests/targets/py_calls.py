@@ -6,6 +6,8 @@ from the same line, 0.2 ms apart (the loop's own work between two calls), in fou
     args      featurize(ms)         2 to 20 ms of work, a different argument each call
     sleep     write_frame(i)        a 5 ms blocking sleep
     edges     stage_io()            0.8 ms of work, then a 2 ms sleep
+    native    checksum(data)        3 ms of zlib.crc32 calls on the same buffer (its argument,
+                                    the same object each call), 27 frames down the stack
 
 Logs each call:
 
@@ -20,6 +22,7 @@ import signal
 import sys
 import threading
 import time
+import zlib
 
 log = []
 now = time.monotonic_ns
@@ -50,6 +53,17 @@ def stage_io():
     time.sleep(0.002)
 
 
+def checksum(data):
+    end = now() + 3_000_000
+    while now() < end:
+        zlib.crc32(data)
+
+
+def deep(n, f, *args):
+    """f(*args) called n frames further down the stack."""
+    return deep(n - 1, f, *args) if n else f(*args)
+
+
 def timed(f, *args):
     s = now()
     f(*args)
@@ -76,11 +90,13 @@ def phases(seconds, names):
         loop(seconds, write_frame, range(1_000_000))
     if "edges" in names:
         loop(seconds, stage_io)
+    if "native" in names:
+        deep(20, loop, seconds, checksum, [bytes(200_000)])
 
 
 def main():
     seconds, path = float(sys.argv[1]), sys.argv[2]
-    names = sys.argv[3:] or ["noargs", "args", "sleep", "edges"]
+    names = sys.argv[3:] or ["noargs", "args", "sleep", "edges", "native"]
     go = threading.Event()
     signal.signal(signal.SIGUSR1, lambda *_: go.set())
     print("ready", os.getpid(), flush=True)

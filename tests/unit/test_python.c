@@ -571,6 +571,13 @@ static void test_offsets(void)
 			     v->off.gil_wait_lo && v->off.gil_wait_lo < v->off.gil_wait_hi));
 		CHECK(!v || (cfg.gil_at == v->off.gil_at && cfg.gil_hi == v->off.gil_wait_hi &&
 			     !!(cfg.flags & PY_CFG_GIL_INTERP) == (minor >= 12)));
+		/* from 3.11 the first locals follow the frame's fields: read with them */
+		CHECK(!v || (cfg.frame_locals_at != 0) == (minor >= 11));
+		CHECK(!v || !cfg.frame_locals_at ||
+		      cfg.frame_base + cfg.frame_locals_at == v->off.frame_localsplus);
+		/* a thread state's id and current frame: one read */
+		CHECK(cfg.tstate_span && cfg.tstate_span <= PY_READ_MAX &&
+		      cfg.tstate_lo == v->off.tstate_frame);
 	}
 	/* 3.14 on have no table: the newest (3.13) for the rest, their own debug layout (3.15:
 	 * the newest known, 3.14's) */

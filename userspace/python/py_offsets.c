@@ -70,6 +70,19 @@ static uint32_t min4(uint32_t a, uint32_t b, uint32_t c, uint32_t d)
 	return m < d ? m : d;
 }
 
+/* The thread's id and its current frame: one read of the thread state, when the two are that
+ * close and word-aligned to each other. */
+static void tstate_once(struct py_proc_cfg *cfg)
+{
+	uint32_t lo = cfg->tstate_match < cfg->tstate_frame ? cfg->tstate_match : cfg->tstate_frame;
+	uint32_t hi = cfg->tstate_match < cfg->tstate_frame ? cfg->tstate_frame : cfg->tstate_match;
+
+	if ((hi - lo) % 8 == 0 && hi + 8 - lo <= PY_READ_MAX) {
+		cfg->tstate_lo = lo;
+		cfg->tstate_span = hi + 8 - lo;
+	}
+}
+
 /* The BPF side reads a frame's fields in one read of PY_FRAME_READ bytes at most, and a name's
  * length and first bytes in one read of 5 words (bpf/python.bpf.c): they must lie that close,
  * the words word-aligned from the read's start. */
@@ -107,6 +120,11 @@ int py_version__bpf_cfg(const struct py_offsets *o, uint64_t runtime, struct py_
 	cfg->frame_owner = o->frame_owner - base;
 	cfg->owner_cstack = o->frame_owner_cstack;
 	cfg->frame_localsplus = o->frame_localsplus;
+	tstate_once(cfg);
+	/* 3.11 on: the locals follow the frame's fields, one read takes both */
+	if (o->frame_localsplus > base && (o->frame_localsplus - base) % 8 == 0 &&
+	    o->frame_localsplus - base <= PY_FRAME_READ)
+		cfg->frame_locals_at = o->frame_localsplus - base;
 	cfg->code_nlocals = o->code_nlocals;
 	cfg->code_qualname = o->code_qualname;
 	cfg->str_length = o->str_length;
