@@ -39,7 +39,9 @@ struct {
  * only migration disabled, so a per-CPU record could be half-built when another thread's read
  * on the same CPU (its probe hit, a switch, a tick) overwrote it. A read that interrupts one
  * of the same thread waits (busy). */
-/* Where read_frame reads a frame, and then a name (not on the stack: see name_fp). */
+/* Where read_frame reads a frame, and then a name: the thread's, not the stack (6.1 allows the
+ * chain span_enter, py_read, walk_step (a bpf_loop callback counts) and read_frame 512 bytes of
+ * stack together; it refused 544). */
 #define PY_READ_WORDS (PY_READ_MAX / 8)
 #define PY_NL_UNKNOWN 0xff
 struct py_words {
