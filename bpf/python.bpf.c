@@ -60,12 +60,7 @@ struct py_thread {
 	__u64 tstate;
 	__u64 retry_ns;	 /* tstate == 0: when to look for it again */
 	__u64 retry_gap; /* the wait before that retry */
-	__u64 stack_hash; /* of the last submitted read's frames: the sum of their stack_step */
-	/* The last whole read's frames, innermost first, each as stack_step(0, ...), and their
-	 * sum; mixed: how many (0: none a read may stop at, see walk_step) */
-	__u64 mix[PY_MAX_FRAMES];
-	__u64 mix_total;
-	__u32 mixed;
+	__u64 stack_hash; /* of the last submitted read's frames (stack_step) */
 	/* the last probe hit's read (PY_READ_PROBE): its call's stack pointer (0: none, or the
 	 * read failed), its innermost frame (stack_step) and the whole stack's hash */
 	__u64 probe_sp, probe_top, probe_hash;
@@ -301,8 +296,7 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 	return 0;
 }
 
-/* One frame into a read's identity: where it is, what runs, where, and its locals. A stack's is
- * the sum of its frames': their addresses tell their order. */
+/* One frame into a read's identity: where it is, what runs, where, and its locals. */
 static __always_inline __u64 stack_step(__u64 h, __u64 frame, const struct py_frame *f)
 {
 	h = (h ^ frame) * 0x9e3779b97f4a7c15ULL;
@@ -316,10 +310,7 @@ struct walk_ctx {
 	struct py_stack_rec *rec;
 	struct py_words *scr;
 	__u64 frame; /* the next one to read; 0 at the end of the stack */
-	__u64 hash;  /* the sum of stack_step(0, ...) over the frames read */
-	__u64 *mix;  /* py_thread.mix */
-	__u64 left;  /* the sum of mix[depth, mixed): the last read's frames from this depth on */
-	__u32 mixed; /* py_thread.mixed, or 0 when the read must be whole */
+	__u64 hash;  /* stack_step over the frames read */
 	__u32 depth;
 	bool fault;
 };
@@ -341,24 +332,7 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 		return 1;
 	}
 	if (!ret) {
-		__u64 m = stack_step(0, w->frame, f);
-		__u32 at = w->depth & (PY_MAX_FRAMES - 1);
-
-		/* The last read's frame at this depth, where it was, at the same instruction, with
-		 * its locals unchanged: the same call, suspended in the frame above since, and so
-		 * are the frames below it: the last read's, left in the record. (The one call it
-		 * could be instead, a new one from the same line of a caller whose locals moved on,
-		 * with the same locals of its own, is told apart at the next whole read.) */
-		if (w->depth < w->mixed && w->mix[at] == m) {
-			w->hash += w->left;
-			w->depth = w->mixed;
-			w->frame = 0;
-			return 1;
-		}
-		if (w->depth < w->mixed)
-			w->left -= w->mix[at];
-		w->mix[at] = m;
-		w->hash += m;
+		w->hash = stack_step(w->hash, w->frame, f);
 		w->depth++;
 	}
 	w->frame = next;
@@ -405,8 +379,8 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason, __u64 s
 	struct py_stack_rec *rec = &th->rec;
 	/* the innermost frame is read into the record (the thread's own): not on the stack */
 	struct py_frame *top = &rec->frames[0];
-	__u64 tstate, frame, next = 0, hash = 0, top_h = 0, left;
-	__u32 depth = 0, flags = 0, mixed;
+	__u64 tstate, frame, next = 0, hash = 0, top_h = 0;
+	__u32 depth = 0, flags = 0;
 	void *ring;
 	__u64 size;
 	int ret;
@@ -445,21 +419,14 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason, __u64 s
 		flags = PY_SAME;
 		goto submit;
 	}
-	/* A probe hit's read stops at the first frame below the top that is as the thread's last
-	 * read found it (walk_step): the rest of the stack is still that read's. Ticks and
-	 * switches read it whole. */
-	mixed = reason == PY_READ_PROBE && th->submitted ? th->mixed : 0;
-	left = th->mix_total - th->mix[0];
 	if (frame) {
 		hash = top_h;
 		depth = 1;
 		frame = next;
-		th->mix[0] = top_h;
 	}
 	if (frame) {
 		struct walk_ctx w = { .cfg = cfg, .rec = rec, .scr = &th->scratch, .frame = frame,
-				      .hash = hash, .mix = th->mix, .left = left, .mixed = mixed,
-				      .depth = 1 };
+				      .hash = hash, .depth = 1 };
 
 		th->scratch.want = 1;
 		bpf_loop(PY_MAX_FRAMES - 1, walk_step, &w, 0);
@@ -475,9 +442,6 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason, __u64 s
 		flags |= PY_TRUNCATED;
 		count(CNT_PY_TRUNCATED);
 	}
-	/* what the next probe hit's read may stop at: this read's frames, if it has them all */
-	th->mixed = flags & (PY_FAULT | PY_TRUNCATED) ? 0 : depth;
-	th->mix_total = hash;
 	/* Every frame where it was, at the same instruction, each caller's locals unchanged: the
 	 * same calls, only the time is news. The whole stack, not its innermost frames: a loop
 	 * calling stage() that calls sleep() shows the same two frames at each call; its own

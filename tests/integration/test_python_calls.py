@@ -216,11 +216,10 @@ def call_edges_on(python):
 def native_calls_on(python):
     """checksum(data) called again and again from the same line, 27 frames down, each call
     making probed native calls (zlib's crc32, about ten a call) on the same buffer: its own
-    locals are the same at every call, its caller's are not. A probe hit's read stops at the
-    first frame below the top that is as the thread's last read found it, the rest of the
-    stack taken from that read (bpf/python.bpf.c, walk_step): every call is still found as its
-    own span, and every crc32 span names checksum as its Python caller and nests in one of its
-    spans."""
+    locals are the same at every call, its caller's are not. Each probe hit reads the stack,
+    each caller's frame in one read (bpf/python.bpf.c, read_frame): every call is still found
+    as its own span, and every crc32 span names checksum as its Python caller and nests in one
+    of its spans."""
     def test(tmp):
         traces = []
         m = record(tmp, python, ["native"], "-u", "other:libz.so*:crc32", traces=traces)
