@@ -34,7 +34,8 @@ def record_pipeline(tmp, *pipeline_args, tracer_args=(), env=None):
 
 def test_spans_match_ground_truth(tmp, env=None, attach=None, compat=None):
     trace, text, gt, err, pid = record_pipeline(tmp, "--frames", "60", env=env)
-    assert check_format(trace, text) == []
+    bad = check_format(trace, text)
+    assert bad == [], bad[:5]
     # uprobe_multi came in 6.6; before it, the per-function fallback
     want = attach or ("uprobe_multi" if lib.kernel_at_least(6, 6) else "uprobe_events")
     assert trace["metadata"]["attach"] == want, (trace["metadata"]["attach"], want)
