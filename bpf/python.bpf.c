@@ -225,6 +225,7 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 {
 	__u64 n, loc = 0, first = 0, code, h;
 	__u32 nl, at;
+	bool fresh;
 
 	if (!cfg || !out || !previous || !scr)
 		return -1;
@@ -257,7 +258,8 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 	 * has the name it had (the stack is read at each tick; a code object freed and another
 	 * made at its address in between fails the fingerprint, and goes unnamed), and the same
 	 * count of locals */
-	if (code != out->code || !out->name)
+	fresh = code != out->code || !out->name;
+	if (fresh)
 		nl = scr->nlocals[at] = PY_NL_UNKNOWN;
 	/* the first locals: a caller's do not move while its callee runs (struct py_frame) */
 	out->locals = 0;
@@ -287,7 +289,7 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 				    0x9e3779b97f4a7c15ULL;
 		out->locals = nl ? h : 0;
 	}
-	if (code != out->code || !out->name) {
+	if (fresh) {
 		out->code = code;
 		out->name = code ? read_ptr(code + cfg->code_qualname) : 0;
 		/* the frame's words are hashed: they take the name */

@@ -576,8 +576,8 @@ static void test_offsets(void)
 		CHECK(!v || !cfg.frame_locals_at ||
 		      cfg.frame_base + cfg.frame_locals_at == v->off.frame_localsplus);
 		/* a thread state's id and current frame: one read */
-		CHECK(cfg.tstate_span && cfg.tstate_span <= PY_READ_MAX &&
-		      cfg.tstate_lo == v->off.tstate_frame);
+		CHECK(!v || (cfg.tstate_span && cfg.tstate_span <= PY_READ_MAX &&
+			     cfg.tstate_lo == v->off.tstate_frame));
 	}
 	/* 3.14 on have no table: the newest (3.13) for the rest, their own debug layout (3.15:
 	 * the newest known, 3.14's) */
