@@ -7,10 +7,14 @@ traces, the format check, the docs) and the others are skipped, with one line sa
 runs as root and skips nothing: with CI=true, a test skipped for want of root fails the run.
 
 --load N keeps N processes spinning at the runner's priority for the whole run: the suite must
-pass on a machine whose CPUs are all busy (CI runs it so once, with one per CPU)."""
+pass on a machine whose CPUs are all busy (CI runs it so once, with one per CPU).
+
+TRACER_TEST_KEEP=DIR keeps a failed integration test's files (its traces, logs) in DIR/NAME,
+for a failure that is rare to be looked at after the run."""
 import argparse
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,6 +23,15 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NEEDS_ROOT = "needs root (it attaches BPF programs, or drives a browser or targets as root)"
+
+
+def keep_files(tmp, name):
+    """A failed test's files, copied where TRACER_TEST_KEEP says (a new folder each time)."""
+    keep = os.environ.get("TRACER_TEST_KEEP")
+    if keep:
+        dest = os.path.join(keep, f"{name.replace(':', '.')}.{time.strftime('%H%M%S')}")
+        shutil.copytree(tmp, dest, dirs_exist_ok=True)
+        print(f"     files kept in {dest}")
 
 
 def run_unit(output, only):
@@ -102,6 +115,7 @@ def run_integration(output, only):
                         r = ("skip", name, str(e))
                     except Exception:
                         r = ("fail", name, traceback.format_exc())
+                        keep_files(tmp, name)
                     finally:
                         lib.cleanup()
                 name += f" ({time.monotonic() - start:.1f}s)"

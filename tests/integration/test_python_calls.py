@@ -227,19 +227,24 @@ def native_calls_on(python):
         ev = spans(traces[0])
         crc = [e for e in ev if e["name"] == "crc32"]
         assert len(crc) >= 5 * m["checksum"]["calls"], (len(crc), m["checksum"])
-        # (from the thread's first read on: Python frames are read once the probes are in, and
-        # a call entered while they went in has no caller read, as in test_python)
-        # (CI of stop 46, idle, 3.12: 1 of 55,445 with no caller, past the main thread's first
-        # read, maybe before the calling thread's; at most 1 in 10,000 is let pass, none named
-        # otherwise)
-        first = min(e["ts"] for e in ev if e["cat"] == "python" and e["tid"] == crc[0]["tid"])
-        callers = collections.Counter(e.get("args", {}).get("py") for e in crc if e["ts"] >= first)
+        # Every one, from the calling thread's first: it starts after tracer is in, and its
+        # first native calls come a moment after it binds its thread state. (CI of stop 46,
+        # check-san under load: one crc32 before the thread's first read, with no caller, out
+        # of any checksum span: a read as the thread started missed and the next was put off
+        # 250 us; 2 runs in 25 under load, 0 in 45 since young threads look at probe hits.)
+        # (CI of stop 46, idle, 3.12: 1 of 55,445 with no caller; at most 1 in 10,000 is let
+        # pass, none named otherwise)
+        callers = collections.Counter(e.get("args", {}).get("py") for e in crc)
         assert set(callers) <= {"checksum", None} and callers[None] <= 1 + len(crc) // 10_000, \
             callers
+        head = min(crc, key=lambda e: e["ts"])
+        assert head.get("args", {}).get("py") == "checksum", ("the thread's first", head)
         own = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e["name"] == "checksum")
         for e in crc:
             i = bisect.bisect_right(own, (e["ts"], float("inf"))) - 1
-            assert i >= 0 and own[i][1] >= e["ts"] + e["dur"], ("crc32 outside checksum", e)
+            assert e.get("args", {}).get("py") is None or \
+                (i >= 0 and own[i][1] >= e["ts"] + e["dur"]), \
+                ("crc32 outside checksum", e, "checksum spans around it", own[max(i, 0):i + 2])
     return test
 
 
