@@ -44,6 +44,15 @@ struct {
  * stack together; it refused 544). */
 #define PY_READ_WORDS (PY_READ_MAX / 8)
 #define PY_NL_UNKNOWN 0xff
+/* A code object the thread ran, by its address: its name's fingerprint and its count of
+ * locals, taken again for as long as the code there still has that name (one read instead of
+ * three when a frame at a depth is not the one the last read found there: a thread going
+ * back and forth between a few functions). */
+#define PY_CODE_MEMO 32
+struct py_code_memo {
+	__u64 code, name, name_fp;
+	__u64 nlocals; /* PY_NL_UNKNOWN: not read (the innermost frame's are not) */
+};
 struct py_words {
 	/* the frame's fields, then (3.11 on, where its first locals follow them) those locals */
 	__u64 w[PY_READ_WORDS];
@@ -53,6 +62,7 @@ struct py_words {
 	__u8 nlocals[PY_MAX_FRAMES];
 	__u32 want; /* 0: the innermost frame, whose locals tell nothing (it calls nothing) */
 	__u32 at;   /* the depth being read */
+	struct py_code_memo memo[PY_CODE_MEMO];
 };
 _Static_assert(PY_FRAME_READ + PY_LOCALS_HASHED * 8 <= PY_READ_WORDS * 8, "py_words.w");
 
@@ -226,9 +236,10 @@ static __always_inline __u64 name_fp(const struct py_proc_cfg *cfg, __u64 str, _
 __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_frame *out,
 			  __u64 *previous, struct py_words *scr)
 {
-	__u64 n, loc = 0, first = 0, code, h;
+	__u64 n, loc = 0, first = 0, code, h, name = 0;
+	struct py_code_memo *m = NULL;
 	__u32 nl, at;
-	bool fresh;
+	bool fresh, known = false;
 
 	if (!cfg || !out || !previous || !scr)
 		return -1;
@@ -262,8 +273,12 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 	 * made at its address in between fails the fingerprint, and goes unnamed), and the same
 	 * count of locals */
 	fresh = code != out->code || !out->name;
-	if (fresh)
-		nl = scr->nlocals[at] = PY_NL_UNKNOWN;
+	if (fresh) {
+		m = &scr->memo[(code ^ code >> 9) / 16 & (PY_CODE_MEMO - 1)];
+		name = code ? read_ptr(code + cfg->code_qualname) : 0;
+		known = name && m->code == code && m->name == name;
+		nl = scr->nlocals[at] = known ? m->nlocals : PY_NL_UNKNOWN;
+	}
 	/* the first locals: a caller's do not move while its callee runs (struct py_frame) */
 	out->locals = 0;
 	if (scr->want && code && nl == PY_NL_UNKNOWN) {
@@ -294,9 +309,19 @@ __noinline int read_frame(const struct py_proc_cfg *cfg, __u64 frame, struct py_
 	}
 	if (fresh) {
 		out->code = code;
-		out->name = code ? read_ptr(code + cfg->code_qualname) : 0;
-		/* the frame's words are hashed: they take the name */
-		out->name_fp = name_fp(cfg, out->name, scr->w);
+		out->name = name;
+		if (known) {
+			out->name_fp = m->name_fp;
+			if (scr->nlocals[at] != PY_NL_UNKNOWN)
+				m->nlocals = scr->nlocals[at];
+		} else {
+			/* the frame's words are hashed: they take the name */
+			out->name_fp = name_fp(cfg, name, scr->w);
+			m->code = code;
+			m->name = name;
+			m->name_fp = out->name_fp;
+			m->nlocals = scr->nlocals[at];
+		}
 	}
 	return 0;
 }
@@ -414,11 +439,12 @@ static __always_inline int read_stack(__u64 ts, __u64 now, __u32 reason, __u64 s
 	}
 	if (frame)
 		top_h = stack_step(0, frame, top);
-	/* A hit nested in a probed native call (outer_sp) whose entry read the stack, found the
-	 * same innermost frame at the same instruction: that frame made the call and cannot run
-	 * until it returns, nor the frames below it; a callback's frames would be above it, and
-	 * any read since that changed the stack changed its hash. The walk would find the same
-	 * stack: left out, a few reads instead of a few per frame. */
+	/* A hit nested in a probed native call (outer_sp), or a switch or tick inside one, whose
+	 * entry read the stack, found the same innermost frame at the same instruction: that
+	 * frame made the call and cannot run until it returns, nor the frames below it; a
+	 * callback's frames would be above it, and any read since that changed the stack changed
+	 * its hash. The walk would find the same stack: left out, a few reads instead of a few
+	 * per frame. */
 	if (outer_sp && outer_sp == th->probe_sp && top_h && top_h == th->probe_top &&
 	    th->submitted && th->stack_hash == th->probe_hash) {
 		flags = PY_SAME;
@@ -492,6 +518,24 @@ submit:
 	return 0;
 }
 
+/* The stack pointer of the probed native call the thread is inside, still open (the thread's
+ * user stack is below it: not one that returned unseen) and not an interpreter wait (whose
+ * entry reads no Python stack); 0 if none. */
+static __always_inline __u64 open_native_call(const struct span_stack *st)
+{
+	__u32 top = st->depth;
+	const struct frame *f;
+	struct pt_regs *regs;
+
+	if (top == 0 || top > MAX_FRAMES)
+		return 0;
+	f = &st->frames[(top - 1) & (MAX_FRAMES - 1)];
+	if (f->flags & PROBE_PY_WAIT)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	return regs && f->sp > PT_REGS_SP_CORE(regs) ? f->sp : 0;
+}
+
 __hidden __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS, pe;
@@ -532,6 +576,10 @@ __hidden __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp)
 	else if (py_stamp_tid[pe = py_stamp_here()] == (__u32)bpf_get_current_pid_tgid() &&
 		 (stamp = *(volatile __u64 *)&py_stamp_ns[pe]))
 		ts = stamp;
+	/* a switch or tick inside a probed native call: its entry's read may still stand
+	 * (read_stack) */
+	if (reason < PY_READ_PROBE && st)
+		outer_sp = open_native_call(st);
 	/* (a call's end not read yet: this read would come first with a later time) */
 	if (stamp != PY_STAMP_PENDING)
 		read_stack(ts, at, reason, sp, outer_sp, cfg, tgid, th);

@@ -428,11 +428,18 @@ def test_gil_bound_verdict(tmp):
     assert {e["cat"] for e in waits} == {"gil"}
     # one per call, however loaded the machine (the target makes every call wait: see its
     # docstring), except the last, which crunch ends on its way out: the GIL may be free then
-    # (a wait under 20 us leaves no record)
-    polls = sum(names.get(e["tid"]) == "poll" for e in waits)
-    assert calls - 1 <= polls <= calls and calls > 100, (calls, polls)
-    # each under the Python function that blocked (its stack is read at the wait's entry)
-    assert all(e["args"].get("py") == "poll" for e in waits if names.get(e["tid"]) == "poll")
+    # (a wait under 20 us leaves no record); each under the Python function that blocked (its
+    # stack is read at the wait's entry)
+    on_poll = sorted((e["ts"], e["args"].get("py")) for e in waits
+                     if names.get(e["tid"]) == "poll")
+    polls = sum(py == "poll" for _, py in on_poll)
+    assert calls - 1 <= polls <= calls and calls > 100, (calls, polls, on_poll[:3])
+    # before poll's first call its thread may wait in threading's start-up (for the lock of
+    # the Event Thread.start waits on, with crunch holding the GIL). One run in 60 here had a
+    # wait more than calls on poll's thread; where it was was not kept: the count above takes
+    # the waits under poll only, and names the first three on the thread.
+    first = next(ts for ts, py in on_poll if py == "poll")
+    assert all(py == "poll" for ts, py in on_poll if ts >= first), on_poll
     verdict = [l for l in p.stderr.splitlines() if l.startswith("bottleneck:")]
     r = subprocess.run([lib.TRACER, "report", out], capture_output=True, text=True)
     assert verdict == [l for l in r.stdout.splitlines() if l.startswith("bottleneck:")]
