@@ -141,6 +141,21 @@ struct frame {
 	struct span_capture cap;
 };
 
+/* A name read through a chain of pointers (name_from "argN->Type.field->...:str"), by the
+ * chain's first pointer and the probe: the objects such chains follow (a GStreamer pad, its
+ * peer, the peer's element and its name) live across calls, and the four reads were most of a
+ * push's cost. Read again once NAME_MEMO_NS old: a relinked pad shows its new peer after that
+ * at most. */
+#define NAME_MEMO 8
+#define NAME_MEMO_NS (10 * 1000 * 1000ULL)
+struct name_memo {
+	__u64 ptr;
+	__u64 read_ns; /* 0: empty */
+	__u32 probe_id;
+	__u32 pad;
+	char name[SPAN_NAME_LEN];
+};
+
 /* Calls in progress on one thread, innermost last. */
 struct span_stack {
 	__u32 depth;
@@ -151,6 +166,7 @@ struct span_stack {
 	 * Python read meanwhile stamps itself */
 	__u64 entering_ns;
 	struct frame frames[MAX_FRAMES];
+	struct name_memo names[NAME_MEMO]; /* by a hash of ptr (spans.bpf.c, capture_entry) */
 };
 
 struct switch_rec {

@@ -166,9 +166,11 @@ static __always_inline __u64 usdt_arg(struct pt_regs *ctx, const struct usdt_arg
 
 /* Reads what the probe's spec asks for, and nothing else, from the target. The six integer
  * argument registers (x86-64 SysV; libbpf 1.1 names only five) are copied to the stack first:
- * the verifier refuses a context read at a computed offset. */
+ * the verifier refuses a context read at a computed offset. A name at the end of a chain of
+ * pointers comes from the thread's memo while it is fresh (struct name_memo). */
 static __always_inline void capture_entry(struct pt_regs *ctx, const struct probe_cfg *cfg,
-					  __u32 id, struct span_capture *cap)
+					  __u32 id, struct span_capture *cap,
+					  struct span_stack *st, __u64 now)
 {
 	__u64 regs[8] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
@@ -188,13 +190,26 @@ static __always_inline void capture_entry(struct pt_regs *ctx, const struct prob
 	cap->name[0] = 0;
 	if (cfg->flags & PROBE_NAME_FROM) {
 		__u64 p = regs[cfg->name_arg & 7];
+		/* (objects are 16-byte aligned, and a pipeline's pads often 1 KiB apart) */
+		struct name_memo *m = &st->names[(p >> 4 ^ p >> 10) & (NAME_MEMO - 1)];
 
+		if (cfg->name_nderef && m->read_ns && m->ptr == p && m->probe_id == id &&
+		    now - m->read_ns < NAME_MEMO_NS) {
+			__builtin_memcpy(cap->name, m->name, sizeof(cap->name));
+			return;
+		}
 		/* a pointer that cannot be read leaves the span unnamed (p = 0 fails the read) */
 		for (int i = 0; i < MAX_NAME_DEREFS && i < cfg->name_nderef; i++)
 			if (bpf_probe_read_user(&p, sizeof(p), (const void *)(p + cfg->name_deref[i])))
 				p = 0;
 		if (bpf_probe_read_user_str(cap->name, sizeof(cap->name), (const char *)p) < 0)
 			cap->name[0] = 0;
+		if (cfg->name_nderef) {
+			m->ptr = regs[cfg->name_arg & 7];
+			m->probe_id = id;
+			m->read_ns = now;
+			__builtin_memcpy(m->name, cap->name, sizeof(m->name));
+		}
 	}
 }
 
@@ -280,7 +295,7 @@ int BPF_KPROBE(span_enter)
 	f->probe_id = id;
 	f->flags = cfg->flags | (cookie & COOKIE_ODD_LINK ? FRAME_ODD_LINK : 0);
 	if (cfg->flags & (PROBE_NAME_FROM | PROBE_ARGS | PROBE_RET))
-		capture_entry(ctx, cfg, id, &f->cap);
+		capture_entry(ctx, cfg, id, &f->cap, st, now);
 	/* No return probe (Go, stack switching, --entry-only): the call is an instant. The frame
 	 * slot is only scratch space; the stack does not grow. */
 	if (cfg->flags & PROBE_ENTRY_ONLY) {

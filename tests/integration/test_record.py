@@ -599,6 +599,42 @@ def test_name_from_follows_pointers(tmp):
     assert names == {"element7": 2000, "handle": 4000}, names
 
 
+def test_name_from_a_relinked_chain(tmp):
+    """A name read through a chain of pointers is kept by the thread for 10 ms (bpf/events.h,
+    struct name_memo: a GStreamer pad, its peer and the peer's element live across pushes).
+    named_objects relinks its chain halfway, to "element8", and calls on at once: no call
+    before the change is named by the new name, and none from 10 ms after it by the old."""
+    pack = os.path.join(tmp, "chain.json")
+    with open(pack, "w") as f:
+        f.write('{"name": "chain", "probes": [{"object": "named_objects", "function": "handle", '
+                '"category": "operator", '
+                '"name_from": "arg0->GstPad.peer->GstObject.parent->GstObject.name:str"}]}')
+    out = os.path.join(tmp, "relink.json")
+    n = 50_000
+    # (a call that does nothing, probed: over any budget)
+    p = subprocess.run([lib.TRACER, "-P", pack, "--max-overhead", "0", "-o", out, "--",
+                        lib.target("named_objects"), str(n), "relink"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.split("\n")
+    assert lines[0] == f"calls {3 * n} named {n}", p.stdout
+    relinked = int(lines[1].split()[1])
+    trace, text = load_trace(out)
+    assert check_format(trace, text) == []
+    t0 = trace["metadata"]["t0_monotonic_ns"]
+    named = collections.defaultdict(list)
+    for e in spans(trace):
+        named[e["name"]].append(t0 + round(e["ts"] * 1000))
+    counts = {k: len(v) for k, v in named.items()}
+    assert set(named) == {"handle", "element7", "element8"} and counts["handle"] == 2 * n and \
+        counts["element7"] + counts["element8"] == n, counts
+    assert min(named["element8"]) > relinked, (min(named["element8"]), relinked)
+    stale = [t for t in named["element7"] if t > relinked]
+    assert all(t <= relinked + 10_000_000 for t in stale), (max(stale) - relinked)
+    # the calls after the change are many more than the 10 ms it may take to show
+    assert max(named["element8"]) > relinked + 50_000_000, max(named["element8"]) - relinked
+
+
 def test_open_calls_of_threads_read_without_pidfd_thread(tmp):
     """At the stop, the calls still in progress are read from each thread's task storage,
     through a pidfd of the thread; a pidfd of a thread other than the main one needs
