@@ -631,8 +631,9 @@ def test_name_from_a_relinked_chain(tmp):
     assert min(named["element8"]) > relinked, (min(named["element8"]), relinked)
     stale = [t for t in named["element7"] if t > relinked]
     assert all(t <= relinked + 10_000_000 for t in stale), (max(stale) - relinked)
-    # the calls after the change are many more than the 10 ms it may take to show
-    assert max(named["element8"]) > relinked + 50_000_000, max(named["element8"]) - relinked
+    # the calls after the change outlast the 10 ms it may take to show (75,000 traced calls:
+    # 80 ms here at the least)
+    assert max(named["element8"]) > relinked + 20_000_000, max(named["element8"]) - relinked
 
 
 def test_open_calls_of_threads_read_without_pidfd_thread(tmp):
