@@ -518,24 +518,6 @@ submit:
 	return 0;
 }
 
-/* The stack pointer of the probed native call the thread is inside, still open (the thread's
- * user stack is below it: not one that returned unseen) and not an interpreter wait (whose
- * entry reads no Python stack); 0 if none. */
-static __always_inline __u64 open_native_call(const struct span_stack *st)
-{
-	__u32 top = st->depth;
-	const struct frame *f;
-	struct pt_regs *regs;
-
-	if (top == 0 || top > MAX_FRAMES)
-		return 0;
-	f = &st->frames[(top - 1) & (MAX_FRAMES - 1)];
-	if (f->flags & PROBE_PY_WAIT)
-		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	return regs && f->sp > PT_REGS_SP_CORE(regs) ? f->sp : 0;
-}
-
 __hidden __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, key = CNT_PY_NS, pe;
@@ -578,8 +560,11 @@ __hidden __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp)
 		ts = stamp;
 	/* a switch or tick inside a probed native call: its entry's read may still stand
 	 * (read_stack) */
-	if (reason < PY_READ_PROBE && st)
-		outer_sp = open_native_call(st);
+	if (reason < PY_READ_PROBE && st) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+		outer_sp = regs ? outer_native_call(st, PT_REGS_SP_CORE(regs)) : 0;
+	}
 	/* (a call's end not read yet: this read would come first with a later time) */
 	if (stamp != PY_STAMP_PENDING)
 		read_stack(ts, at, reason, sp, outer_sp, cfg, tgid, th);

@@ -189,11 +189,11 @@ static __always_inline void capture_entry(struct pt_regs *ctx, const struct prob
 	cap->ret = 0;
 	cap->name[0] = 0;
 	if (cfg->flags & PROBE_NAME_FROM) {
-		__u64 p = regs[cfg->name_arg & 7];
+		__u64 first = regs[cfg->name_arg & 7], p = first;
 		/* (objects are 16-byte aligned, and a pipeline's pads often 1 KiB apart) */
-		struct name_memo *m = &st->names[(p >> 4 ^ p >> 10) & (NAME_MEMO - 1)];
+		struct name_memo *m = &st->names[(first >> 4 ^ first >> 10) & (NAME_MEMO - 1)];
 
-		if (cfg->name_nderef && m->read_ns && m->ptr == p && m->probe_id == id &&
+		if (cfg->name_nderef && m->read_ns && m->ptr == first && m->probe_id == id &&
 		    now - m->read_ns < NAME_MEMO_NS) {
 			__builtin_memcpy(cap->name, m->name, sizeof(cap->name));
 			return;
@@ -205,26 +205,12 @@ static __always_inline void capture_entry(struct pt_regs *ctx, const struct prob
 		if (bpf_probe_read_user_str(cap->name, sizeof(cap->name), (const char *)p) < 0)
 			cap->name[0] = 0;
 		if (cfg->name_nderef) {
-			m->ptr = regs[cfg->name_arg & 7];
+			m->ptr = first;
 			m->probe_id = id;
 			m->read_ns = now;
 			__builtin_memcpy(m->name, cap->name, sizeof(m->name));
 		}
 	}
-}
-
-/* The stack pointer of the probed native call this hit at sp is nested in, still open (above
- * sp: not one that returned unseen), and not an interpreter wait (whose entry reads no Python
- * stack); 0 if none. */
-static __always_inline __u64 outer_native_call(const struct span_stack *st, __u64 sp)
-{
-	__u32 top = st->depth;
-	const struct frame *f;
-
-	if (top == 0 || top > MAX_FRAMES)
-		return 0;
-	f = &st->frames[(top - 1) & (MAX_FRAMES - 1)];
-	return f->sp > sp && !(f->flags & PROBE_PY_WAIT) ? f->sp : 0;
 }
 
 SEC("uprobe")

@@ -345,6 +345,20 @@ static __always_inline void emit_span(struct span_stack *st, __u32 i, __u64 end_
 	submit_frame(st, &st->frames[i], i, end_ns, flags);
 }
 
+/* The stack pointer of the probed native call a probe hit, switch or tick at user stack pointer
+ * sp is inside, still open (above sp: not one that returned unseen), and not an interpreter
+ * wait (whose entry reads no Python stack); 0 if none. */
+static __always_inline __u64 outer_native_call(const struct span_stack *st, __u64 sp)
+{
+	__u32 top = st->depth;
+	const struct frame *f;
+
+	if (top == 0 || top > MAX_FRAMES)
+		return 0;
+	f = &st->frames[(top - 1) & (MAX_FRAMES - 1)];
+	return f->sp > sp && !(f->flags & PROBE_PY_WAIT) ? f->sp : 0;
+}
+
 /* Whether the stack pointers a and b are on different stacks: one on the thread's signal stack
  * (sigaltstack), the other not. A handler's calls there say nothing of the frames below. */
 static __always_inline bool other_stack(__u64 a, __u64 b)

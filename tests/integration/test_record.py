@@ -578,16 +578,22 @@ def test_wakeup_arrows_across_cpus(tmp):
     assert got == want, (len(got), len(want), sorted(got ^ want)[:6])
 
 
-def test_name_from_follows_pointers(tmp):
-    """"name_from": "arg0->GstPad.peer->GstObject.parent->GstObject.name:str" reads a chain of
-    pointers in the kernel: each call whose chain leads to a name is named by it; a NULL pointer
-    or a chain into unmapped memory gives a span with the function's name, and the target runs
-    on unharmed (tests/targets/named_objects.c)."""
+def chain_pack(tmp):
+    """A pack naming named_objects' handle() through GStreamer's pad -> peer -> element chain."""
     pack = os.path.join(tmp, "chain.json")
     with open(pack, "w") as f:
         f.write('{"name": "chain", "probes": [{"object": "named_objects", "function": "handle", '
                 '"category": "operator", '
                 '"name_from": "arg0->GstPad.peer->GstObject.parent->GstObject.name:str"}]}')
+    return pack
+
+
+def test_name_from_follows_pointers(tmp):
+    """"name_from": "arg0->GstPad.peer->GstObject.parent->GstObject.name:str" reads a chain of
+    pointers in the kernel: each call whose chain leads to a name is named by it; a NULL pointer
+    or a chain into unmapped memory gives a span with the function's name, and the target runs
+    on unharmed (tests/targets/named_objects.c)."""
+    pack = chain_pack(tmp)
     out = os.path.join(tmp, "chain.json.out.json")
     p = subprocess.run([lib.TRACER, "-P", pack, "-o", out, "--", lib.target("named_objects"),
                         "2000"], capture_output=True, text=True, timeout=60)
@@ -604,11 +610,7 @@ def test_name_from_a_relinked_chain(tmp):
     struct name_memo: a GStreamer pad, its peer and the peer's element live across pushes).
     named_objects relinks its chain halfway, to "element8", and calls on at once: no call
     before the change is named by the new name, and none from 10 ms after it by the old."""
-    pack = os.path.join(tmp, "chain.json")
-    with open(pack, "w") as f:
-        f.write('{"name": "chain", "probes": [{"object": "named_objects", "function": "handle", '
-                '"category": "operator", '
-                '"name_from": "arg0->GstPad.peer->GstObject.parent->GstObject.name:str"}]}')
+    pack = chain_pack(tmp)
     out = os.path.join(tmp, "relink.json")
     n = 50_000
     # (a call that does nothing, probed: over any budget)
