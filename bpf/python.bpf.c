@@ -531,6 +531,9 @@ __hidden __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp)
 	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!cfg)
 		return 0;
+	/* (a switch's read: on_switch checks) */
+	if (reason >= PY_READ_TICK)
+		switch_in_check();
 	th = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!th) {

@@ -20,4 +20,8 @@ __u64 py_read(__u64 ts, __u32 reason, __u64 sp, __u64 outer_sp);
  * preemption may be that waking's (PY_WOKE). */
 void py_woke(__u64 now);
 
+/* (sched.bpf.c) The current thread, traced, runs on this CPU: if the kernel did not report its
+ * switch in, it is reported now, at the time the scheduler logged. */
+int switch_in_check(void);
+
 #endif

@@ -23,12 +23,12 @@ struct {
 	TASK_STORAGE(struct wake_pending, COMPAT_THREADS);
 } wakes SEC(".maps");
 
-static __always_inline void fill_switch(struct switch_rec *r, bool preempt,
+static __always_inline void fill_switch(struct switch_rec *r, __u64 ts, bool preempt,
 					struct task_struct *prev, struct task_struct *next,
 					unsigned int prev_state)
 {
 	r->cpu = bpf_get_smp_processor_id();
-	r->ts = bpf_ktime_get_ns();
+	r->ts = ts;
 	r->prev_pid = prev->tgid;
 	r->prev_tid = prev->pid;
 	r->prev_prio = prev->prio;
@@ -39,49 +39,6 @@ static __always_inline void fill_switch(struct switch_rec *r, bool preempt,
 	r->preempt = preempt;
 	copy_comm(r->prev_comm, prev);
 	copy_comm(r->next_comm, next);
-}
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, SWITCH_ARGS)
-{
-	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
-	/* the idle task (0) is never traced: half the switches of a thread that sleeps */
-	bool next_traced = next_pid && is_target(next_pid);
-	struct wake_pending *w = NULL;
-
-	if (phase >= PHASE_DETACHING || (!next_traced && !(prev_pid && is_target(prev_pid))))
-		return 0;
-	if (next_traced)
-		w = task_storage(&wakes, next, false);
-	if (w && w->w.ts) {
-		__u64 ts = w->w.ts;
-
-		w->w.ts = 0; /* used once */
-		if (w->nsw == next->nvcsw + next->nivcsw) {
-			struct switch_wake_rec *r = reserve(sizeof(*r));
-
-			if (!r) {
-				count(CNT_LOST_SWITCH);
-				return 0;
-			}
-			r->sw.type = REC_SWITCH_WAKE;
-			fill_switch(&r->sw, preempt, prev, next, PREV_STATE);
-			__builtin_memcpy(&r->wake, &w->w, sizeof(r->wake));
-			r->wake.ts = ts;
-			bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-			return 0;
-		}
-	}
-	struct switch_rec *r = reserve(sizeof(*r));
-
-	if (!r) {
-		count(CNT_LOST_SWITCH);
-		return 0;
-	}
-	r->type = REC_SWITCH;
-	fill_switch(r, preempt, prev, next, PREV_STATE);
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-	return 0;
 }
 
 /* Whether a waking runs in an interrupt: the kernel's preempt count says it. It is a per-CPU
@@ -245,6 +202,154 @@ static __always_inline __u32 wake_context(void)
 	if (!d)
 		return WAKE_TASK;
 	return d->hard ? WAKE_HARDIRQ : d->soft ? WAKE_SOFTIRQ : WAKE_TASK;
+}
+
+/* The switch the kernel last reported on each CPU: the task it put there, and when. The kernel
+ * does not report every switch: on the 6.18 VM this was built on, no switch out of the guest
+ * agent's threads (tokio-rt-worker, of pid 1) fires sched_switch, in ftrace or in BPF. A traced
+ * thread found running on a CPU where the last switch reported put another was switched in
+ * unreported; without that switch, what its Python frames began since is placed half a tick
+ * late (python/py_spans.c). Arrays indexed by CPU, as py_stamp_ns. */
+#define SWITCH_CPUS 1024
+__u64 cpu_put_ns[SWITCH_CPUS];
+__u64 cpu_put_task[SWITCH_CPUS];
+__u32 cpu_put_tid[SWITCH_CPUS];
+/* ktime - the run queue's clock, on each CPU, and when that was measured: the scheduler keeps a
+ * thread's arrival on the CPU (sched_info.last_arrival) on the run queue's clock */
+__s64 cpu_clock_delta[SWITCH_CPUS];
+__u64 cpu_clock_at[SWITCH_CPUS];
+#define CLOCK_CALIBRATE_NS 100000000ull
+
+static __always_inline void put_here(__u64 now, struct task_struct *next)
+{
+	__u32 c = bpf_get_smp_processor_id();
+
+	if (c >= SWITCH_CPUS) /* (not shared: another CPU's switch would pass for a lost one) */
+		return;
+	cpu_put_ns[c] = now;
+	cpu_put_tid[c] = next->pid;
+	cpu_put_task[c] = (__u64)next;
+}
+
+struct rq___clock {
+	__u64 clock;
+} __attribute__((preserve_access_index));
+
+/* At a switch the run queue's clock is fresh (__schedule updates it before it picks). */
+static __always_inline void calibrate_clock(__u64 now)
+{
+	__u32 c = bpf_get_smp_processor_id();
+	struct rq___clock *rq;
+	__u64 clock;
+
+	if (c >= SWITCH_CPUS || now - cpu_clock_at[c] < CLOCK_CALIBRATE_NS)
+		return;
+	rq = this_rq((void *)current_task());
+	clock = rq ? BPF_CORE_READ(rq, clock) : 0;
+	if (!clock)
+		return;
+	cpu_clock_delta[c] = now - clock;
+	cpu_clock_at[c] = now;
+}
+
+/* The current thread, traced, runs here: if the last switch reported here put another, its own
+ * switch in went unreported. It is reported now, at its arrival as the scheduler logged it, if
+ * that lies between the last switch reported here and now; else it is not (userspace marks the
+ * thread's state unknown there, as for a switch lost). */
+__hidden int switch_in_check(void)
+{
+	__u32 c = bpf_get_smp_processor_id();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct task_struct *t, *was;
+	struct switch_rec *r;
+	__u64 at, now;
+
+	if (c >= SWITCH_CPUS || cpu_put_tid[c] == tid || !cpu_put_ns[c])
+		return 0;
+	now = bpf_ktime_get_ns();
+	t = (void *)current_task();
+	was = (void *)cpu_put_task[c];
+	at = BPF_CORE_READ(t, sched_info.last_arrival) + cpu_clock_delta[c];
+	cpu_put_tid[c] = tid;
+	cpu_put_task[c] = (__u64)t;
+	if (!cpu_clock_at[c] || at <= cpu_put_ns[c] || at >= now)
+		return 0;
+	cpu_put_ns[c] = at;
+	count(CNT_SWITCHES_INFERRED);
+	r = reserve(sizeof(*r));
+	if (!r) {
+		count(CNT_LOST_SWITCH);
+		return 0;
+	}
+	r->type = REC_SWITCH;
+	r->cpu = c;
+	r->ts = at;
+	/* what it put here (a task since freed reads as whatever its memory holds: a name) */
+	r->prev_pid = BPF_CORE_READ(was, tgid);
+	r->prev_tid = BPF_CORE_READ(was, pid);
+	r->prev_prio = BPF_CORE_READ(was, prio);
+	r->prev_state = 1; /* TASK_INTERRUPTIBLE: not known; an agent's thread parks */
+	bpf_probe_read_kernel(r->prev_comm, COMM_LEN, &was->comm);
+	r->next_pid = BPF_CORE_READ(t, tgid);
+	r->next_tid = tid;
+	r->next_prio = BPF_CORE_READ(t, prio);
+	r->preempt = 0;
+	bpf_probe_read_kernel(r->next_comm, COMM_LEN, &t->comm);
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, SWITCH_ARGS)
+{
+	__u32 prev_pid = prev->tgid, next_pid = next->tgid;
+	/* the idle task (0) is never traced: half the switches of a thread that sleeps */
+	bool next_traced = next_pid && is_target(next_pid);
+	bool prev_traced = prev_pid && is_target(prev_pid);
+	struct wake_pending *w = NULL;
+	__u64 now;
+
+	if (phase >= PHASE_DETACHING)
+		return 0;
+	/* (the current task is prev) */
+	if (prev_traced)
+		switch_in_check();
+	now = bpf_ktime_get_ns();
+	put_here(now, next);
+	if (!next_traced && !prev_traced)
+		return 0;
+	calibrate_clock(now);
+	if (next_traced)
+		w = task_storage(&wakes, next, false);
+	if (w && w->w.ts) {
+		__u64 ts = w->w.ts;
+
+		w->w.ts = 0; /* used once */
+		if (w->nsw == next->nvcsw + next->nivcsw) {
+			struct switch_wake_rec *r = reserve(sizeof(*r));
+
+			if (!r) {
+				count(CNT_LOST_SWITCH);
+				return 0;
+			}
+			r->sw.type = REC_SWITCH_WAKE;
+			fill_switch(&r->sw, now, preempt, prev, next, PREV_STATE);
+			__builtin_memcpy(&r->wake, &w->w, sizeof(r->wake));
+			r->wake.ts = ts;
+			bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+			return 0;
+		}
+	}
+	struct switch_rec *r = reserve(sizeof(*r));
+
+	if (!r) {
+		count(CNT_LOST_SWITCH);
+		return 0;
+	}
+	r->type = REC_SWITCH;
+	fill_switch(r, now, preempt, prev, next, PREV_STATE);
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 0;
 }
 
 /* What a waking of p tells: who woke it, from where. */

@@ -426,6 +426,10 @@ def test_missing_switches_marked_not_invented(tmp):
         assert "the kernel skipped" in p.stderr, p.stderr
     if gaps:  # the summary says so too, with the same count
         assert f"Missing switches: {len(gaps)} times" in p.stderr, p.stderr
+    # switches in that fired no sched_switch, found after (this VM's agent threads switch out
+    # unreported): placed where the scheduler logged the arrival, and said
+    n = counts["sched_switches_unreported"]
+    assert not n or f"Unreported switches: {n} switches" in p.stderr, p.stderr
 
 
 def record_irqwake(tmp, env=None):
