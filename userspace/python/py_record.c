@@ -55,13 +55,19 @@ static void start_ticks(struct py_record *p)
 		return;
 	err = py_ticks__attach(&p->ticks, p->skel->progs.py_on_tick, p->hz);
 	if (!err) /* each thread on a CPU is read at least this often */
-		py_session__set_tick(p->session, 1000000000ull / p->hz);
+		py_session__set_tick(p->session,
+				     (uint64_t)(1e9 / p->hz * (1 + PY_TICK_DITHER)));
 	if (err) {
 		p->tick_failed = true;
 		pr_warn("cannot start the %u Hz tick that reads Python stacks: %s; they are read "
 			"only when threads leave the CPU and at probe hits",
 			p->hz, strerror(-err));
 	}
+}
+
+void py_record__dither(struct py_record *p)
+{
+	py_ticks__dither(&p->ticks);
 }
 
 static void add_now(struct py_record *p, int pid)

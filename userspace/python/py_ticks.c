@@ -7,6 +7,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,9 +24,12 @@ int py_ticks__attach(struct py_ticks *t, struct bpf_program *prog, unsigned int 
 	attr.size = sizeof(attr);
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_CPU_CLOCK;
-	attr.freq = 1;
-	attr.sample_freq = hz;
+	/* a period in ns, not a frequency: the kernel turns cpu-clock's into one anyway */
+	t->period_ns = 1000000000ull / hz;
+	attr.sample_period = t->period_ns;
+	t->rand = now_ns() ^ ((uint64_t)getpid() << 32);
 	t->links = xcalloc(ncpus, sizeof(*t->links));
+	t->fds = xcalloc(ncpus, sizeof(*t->fds));
 	for (int cpu = 0; cpu < ncpus; cpu++) {
 		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		struct bpf_link *l;
@@ -42,6 +46,7 @@ int py_ticks__attach(struct py_ticks *t, struct bpf_program *prog, unsigned int 
 			close(fd);
 			break;
 		}
+		t->fds[t->nlinks] = fd;
 		t->links[t->nlinks++] = l; /* the link owns fd */
 	}
 	if (ret)
@@ -54,5 +59,23 @@ void py_ticks__detach(struct py_ticks *t)
 	for (size_t i = 0; i < t->nlinks; i++)
 		bpf_link__destroy(t->links[i]);
 	free(t->links);
+	free(t->fds);
 	memset(t, 0, sizeof(*t));
+}
+
+void py_ticks__dither(struct py_ticks *t)
+{
+	for (size_t i = 0; i < t->nlinks; i++) {
+		/* xorshift64: any spread will do, not a secret */
+		uint64_t x = t->rand, period;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		t->rand = x;
+		period = t->period_ns * (1 - PY_TICK_DITHER) +
+			 (double)(x >> 11) / (1ull << 53) * 2 * PY_TICK_DITHER * t->period_ns;
+		/* the new period counts from now on that CPU (the kernel restarts its timer) */
+		ioctl(t->fds[i], PERF_EVENT_IOC_PERIOD, &period);
+	}
 }

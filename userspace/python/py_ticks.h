@@ -1,21 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /* The periodic on-CPU tick that reads Python stacks: one software cpu-clock perf event per
- * online CPU (no hardware PMU needed), each running bpf/python.bpf.c's py_on_tick. */
+ * online CPU (no hardware PMU needed), each running bpf/python.bpf.c's py_on_tick. Its period
+ * is not steady: a pipeline paced in step with a steady tick (batches every 12 ms against a
+ * 1 ms tick) is read at the same point of each cycle, and what changed between two reads,
+ * placed midway, is placed early or late by the same half tick every cycle (a stage's total
+ * off by 10% in a CI run, not a mean of zero). */
 #ifndef TRACER_PY_TICKS_H
 #define TRACER_PY_TICKS_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* Each period lies within this fraction of 1/hz either way: the longest, for the reader */
+#define PY_TICK_DITHER 0.1
 
 struct bpf_program;
 struct bpf_link;
 
 struct py_ticks {
 	struct bpf_link **links;
+	int *fds; /* their events (the links own them) */
 	size_t nlinks;
+	uint64_t period_ns; /* 1/hz */
+	uint64_t rand;
 };
 
 /* Opens the events at hz per CPU and attaches prog. 0 or -errno (nothing stays open). */
 int py_ticks__attach(struct py_ticks *t, struct bpf_program *prog, unsigned int hz);
 void py_ticks__detach(struct py_ticks *t);
+/* Gives each CPU's tick a new period, within PY_TICK_DITHER of 1/hz: called every few tens of
+ * milliseconds, no cycle of a pipeline stays in step with it. */
+void py_ticks__dither(struct py_ticks *t);
 
 #endif

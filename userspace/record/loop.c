@@ -275,9 +275,12 @@ void recording__event_loop(struct recording *r)
 				else
 					stop_on_signal(r, &si);
 			} else if (id == EV_TIMER) {
+				if (read(r->timerfd, &expirations, sizeof(expirations)) <= 0)
+					continue;
+				if (++ticks % (PY_DITHER_MS / POLL_MS) == 0)
+					py_record__dither(&r->py);
 				/* over: no new library is probed, no probe shed */
-				if (read(r->timerfd, &expirations, sizeof(expirations)) <= 0 ||
-				    ++ticks % RESCAN_TICKS || recording__over(r))
+				if (ticks % RESCAN_TICKS || recording__over(r))
 					continue;
 				if (tracked__rescan(&r->tracked, r->err, sizeof(r->err)) < 0)
 					pr_warn("%s", r->err);
