@@ -294,7 +294,7 @@ enum counter {
 	/* filled by BPF: */
 	CNT_TARGETS_FULL,    /* a process to trace found the targets map full: not traced */
 	CNT_UNKNOWN_SITES,   /* hits of a tracefs event whose probe id was not found (not recorded) */
-	CNT_SWITCHES_INFERRED, /* switches in the kernel did not report, found after (sched.bpf.c) */
+	CNT_UNREPORTED_SWITCHES, /* switches in that fired no sched_switch, found after (sched.bpf.c) */
 	CNT_MAX,
 };
 

@@ -209,7 +209,8 @@ static __always_inline __u32 wake_context(void)
  * agent's threads (tokio-rt-worker, of pid 1) fires sched_switch, in ftrace or in BPF. A traced
  * thread found running on a CPU where the last switch reported put another was switched in
  * unreported; without that switch, what its Python frames began since is placed half a tick
- * late (python/py_spans.c). Arrays indexed by CPU, as py_stamp_ns. */
+ * late (python/py_spans.c). Arrays indexed by CPU, not shared: CPUs from SWITCH_CPUS on are not
+ * checked. */
 #define SWITCH_CPUS 1024
 __u64 cpu_put_ns[SWITCH_CPUS];
 __u64 cpu_put_task[SWITCH_CPUS];
@@ -275,7 +276,7 @@ __hidden int switch_in_check(void)
 	if (!cpu_clock_at[c] || at <= cpu_put_ns[c] || at >= now)
 		return 0;
 	cpu_put_ns[c] = at;
-	count(CNT_SWITCHES_INFERRED);
+	count(CNT_UNREPORTED_SWITCHES);
 	r = reserve(sizeof(*r));
 	if (!r) {
 		count(CNT_LOST_SWITCH);

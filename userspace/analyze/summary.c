@@ -428,11 +428,11 @@ void summary__print(FILE *f, const struct summary *s, const struct threads *thre
 			   "in a row; its state between is unknown (marked on its track), not "
 			   "guessed.\n",
 			(unsigned long long)c[CNT_SCHED_GAPS]);
-	if (c[CNT_SWITCHES_INFERRED])
+	if (c[CNT_UNREPORTED_SWITCHES])
 		fprintf(f, "\nUnreported switches: %llu switches into traced threads fired no "
 			   "sched_switch; each was placed at the arrival the scheduler logged "
 			   "(sched_info.last_arrival).\n",
-			(unsigned long long)c[CNT_SWITCHES_INFERRED]);
+			(unsigned long long)c[CNT_UNREPORTED_SWITCHES]);
 	if (c[CNT_EXCEPTION_SPANS])
 		fprintf(f, "\nC++ exceptions: %llu spans ended by an exception thrown through them "
 			   "(marked \"exception\", ending at its catch).\n",

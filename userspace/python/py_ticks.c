@@ -75,7 +75,8 @@ void py_ticks__dither(struct py_ticks *t)
 		t->rand = x;
 		period = t->period_ns * (1 - PY_TICK_DITHER) +
 			 (double)(x >> 11) / (1ull << 53) * 2 * PY_TICK_DITHER * t->period_ns;
-		/* the new period counts from now on that CPU (the kernel restarts its timer) */
+		/* the new period counts from now on that CPU (the kernel restarts its timer); a
+		 * failure leaves the one it had */
 		ioctl(t->fds[i], PERF_EVENT_IOC_PERIOD, &period);
 	}
 }

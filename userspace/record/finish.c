@@ -287,7 +287,7 @@ static char *metadata_json(struct recording *r, const uint64_t *c)
 		[CNT_EXCEPTION_SPANS] = "spans_ended_by_exception",
 		[CNT_TARGETS_FULL] = "processes_not_traced_map_full",
 		[CNT_UNKNOWN_SITES] = "probe_hits_of_unknown_sites",
-		[CNT_SWITCHES_INFERRED] = "sched_switches_unreported",
+		[CNT_UNREPORTED_SWITCHES] = "sched_switches_unreported",
 	};
 	cJSON *m = identity(r, 4096), *a, *o;
 	char *s;
