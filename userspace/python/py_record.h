@@ -49,7 +49,8 @@ void py_record__open(struct py_record *p, struct trace_writer *w,
 int py_record__start(struct py_record *p);
 /* Stops the tick (before the final drain). */
 void py_record__stop(struct py_record *p);
-/* Every PY_DITHER_MS while recording: the tick's periods change (py_ticks.h). */
+/* Every PY_DITHER_MS of the reader's timer (its waits random) while recording: the tick's
+ * periods change (py_ticks.h). */
 void py_record__dither(struct py_record *p);
 #define PY_DITHER_MS 50
 /* After the drain: frames still open end at end_ns. */

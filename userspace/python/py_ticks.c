@@ -66,15 +66,9 @@ void py_ticks__detach(struct py_ticks *t)
 void py_ticks__dither(struct py_ticks *t)
 {
 	for (size_t i = 0; i < t->nlinks; i++) {
-		/* xorshift64: any spread will do, not a secret */
-		uint64_t x = t->rand, period;
+		double spread = PY_TICK_DITHER * (2 * random_unit(&t->rand) - 1);
+		uint64_t period = t->period_ns * (1 + spread);
 
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		t->rand = x;
-		period = t->period_ns * (1 - PY_TICK_DITHER) +
-			 (double)(x >> 11) / (1ull << 53) * 2 * PY_TICK_DITHER * t->period_ns;
 		/* the new period counts from now on that CPU (the kernel restarts its timer); a
 		 * failure leaves the one it had */
 		ioctl(t->fds[i], PERF_EVENT_IOC_PERIOD, &period);

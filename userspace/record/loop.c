@@ -44,11 +44,18 @@ int recording__signal_pending(void)
 	return 0;
 }
 
+/* one shot, at ns resolution: no steady timer puts the reader in step with the target */
+static int arm_poll(struct recording *r)
+{
+	uint64_t ns = POLL_MS * 1000000ull * (0.5 + random_unit(&r->poll_rand));
+	struct itimerspec its = { .it_value = { 0, ns } };
+
+	return timerfd_settime(r->timerfd, 0, &its, NULL);
+}
+
 int recording__setup_loop(struct recording *r)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	struct itimerspec its = { .it_interval = { 0, POLL_MS * 1000000 },
-				  .it_value = { 0, POLL_MS * 1000000 } };
 	sigset_t mask;
 
 	stop_signals(&mask, true); /* blocked since the start: read from here on */
@@ -56,8 +63,8 @@ int recording__setup_loop(struct recording *r)
 	r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (r->sigfd < 0 || r->timerfd < 0 || r->epfd < 0 ||
-	    timerfd_settime(r->timerfd, 0, &its, NULL))
+	r->poll_rand = now_ns() | 1;
+	if (r->sigfd < 0 || r->timerfd < 0 || r->epfd < 0 || arm_poll(r))
 		return -errno;
 	ev.data.u64 = (uint64_t)EV_SIGNAL;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev);
@@ -275,7 +282,11 @@ void recording__event_loop(struct recording *r)
 				else
 					stop_on_signal(r, &si);
 			} else if (id == EV_TIMER) {
-				if (read(r->timerfd, &expirations, sizeof(expirations)) <= 0)
+				bool fired = read(r->timerfd, &expirations,
+						  sizeof(expirations)) > 0;
+
+				arm_poll(r); /* after the read: it resets what the read takes */
+				if (!fired)
 					continue;
 				if (++ticks % (PY_DITHER_MS / POLL_MS) == 0)
 					py_record__dither(&r->py);

@@ -89,6 +89,17 @@ uint64_t realtime_ns(void)
 	return clock_ns(CLOCK_REALTIME);
 }
 
+double random_unit(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return (double)(x >> 11) / (1ull << 53);
+}
+
 int parse_duration(const char *s, uint64_t default_unit_ns, uint64_t *ns)
 {
 	static const struct {

@@ -23,6 +23,9 @@ void pr_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 uint64_t now_ns(void); /* CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads */
 uint64_t realtime_ns(void);
+/* Uniform in [0, 1) (xorshift64 on *state, seeded with anything but 0): to spread the times
+ * of timers, not a secret. */
+double random_unit(uint64_t *state);
 
 /* "1.5s", "20ms", "50us", "300ns"; a bare number is in default_unit_ns. 0 or -EINVAL. */
 int parse_duration(const char *s, uint64_t default_unit_ns, uint64_t *ns);
