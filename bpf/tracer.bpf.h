@@ -192,8 +192,9 @@ static __always_inline __u32 py_stamp_reads(__u64 ns)
 	return here;
 }
 
-/* The clock for the end of a call, this thread's Python reads stamped with it from before it is
- * read (py: Python frames are read) until py_unstamp_reads(). */
+/* The clock for the end of a call (or a wait's start: span_enter), this thread's Python reads
+ * stamped with it from before it is read (py: Python frames are read) until
+ * py_unstamp_reads(). */
 static __always_inline __u64 py_stamp_end(bool py)
 {
 	__u32 here;
