@@ -3,9 +3,10 @@ can, resolved to about 1% on a shared, noisy machine. Single runs of the same de
 +-25% here (other work shares the CPUs), so one run traced against one untraced says nothing.
 The method:
   - many short runs (a 300 s stretch of the clip, a few seconds of CPU each) in interleaved
-    rounds of three: untraced, the floor (empty BPF programs on the same functions: what any
-    uprobe tool pays here) and tracer, the order rotating, so that drift in the machine's load
-    falls on all sides alike;
+    rounds of four: untraced, the floor (empty BPF programs on the same functions: what any
+    uprobe tool pays here), the least span program on them (bench/least_span.bpf.c: what any
+    tool that records spans pays) and tracer, the order rotating, so that drift in the
+    machine's load falls on all sides alike;
   - the target's own CPU time (wait4 on ffmpeg: every thread, user and system, traps and BPF
     programs included), not wall time, which also counts waiting for a CPU;
   - the ratio of each traced run to the untraced run of its round, and the mean ratio with a
@@ -63,14 +64,16 @@ def pack_functions(b, pid):
 
 def start_tool(b, tool, pid, threads1):
     """The tool's processes, attached and recording: tracer with its default packs, or the floor
-    (empty programs on the same functions, one floor process per library)."""
+    (empty programs on the same functions, one floor process per library), or the least span
+    program on them (floor -s)."""
     pin = ["taskset", "-c", "0"] if threads1 else []
     if tool == "tracer":
         procs = [b.Proc(pin + [b.TRACER, "-p", str(pid), "--max-overhead", "0", "-o",
                                os.path.join(b.TMP, "ffmpeg.json")])]
     else:
+        least = ["-s"] if tool == "least-span" else []
         procs = [b.Proc(pin + [os.path.join(b.BENCH, "floor"), "-p", str(pid), "-x", lib, "-f",
-                               ",".join(funcs)])
+                               ",".join(funcs)] + least)
                  for lib, funcs in pack_functions(b, pid).items()]
     for pr in procs:
         pr.wait_ready()
@@ -112,14 +115,14 @@ def run_once(b, inp, tool, threads1):
 
 
 def measure(b, inp, threads1, rounds):
-    """Interleaved rounds of (untraced, floor, tracer), the order rotating: per tool, the ratios
-    of its runs to the untraced run of the same round."""
-    tools = [None, "floor", "tracer"]
-    ratios = {"floor": [], "tracer": []}
+    """Interleaved rounds of (untraced, floor, least span, tracer), the order rotating: per tool,
+    the ratios of its runs to the untraced run of the same round."""
+    tools = [None, "floor", "least-span", "tracer"]
+    ratios = {"floor": [], "least-span": [], "tracer": []}
     base, own = [], []
     for i in range(rounds):
         got = {}
-        for tool in tools[i % 3:] + tools[:i % 3]:
+        for tool in tools[i % len(tools):] + tools[:i % len(tools)]:
             got[tool] = run_once(b, inp, tool, threads1)
         base.append(got[None][0])
         for tool in ratios:
@@ -142,14 +145,31 @@ def run(b):
               f"{100 * (fm - 1):+.1f}% (95% CI {100 * (fm - 1 - fhw):+.1f}% to "
               f"{100 * (fm - 1 + fhw):+.1f}%)", f"untraced {b.med(base):.2f} s CPU",
               f"x{fm:.3f} +- {fhw:.3f}", "", "what any uprobe tool pays here")
+        # each over the floor in its own round: the untraced run's noise cancels
+        lm, lhw = mean_ci([a - f for a, f in zip(ratios["least-span"], ratios["floor"])])
+        b.row(SEC, f"the least span program on the same functions (a clock read and the "
+              f"thread's task storage at each end, one ring record), {what}",
+              f"{100 * (lm + fm - 1):+.1f}%; {100 * lm:+.1f} points over the floor (95% CI "
+              f"{100 * (lm - lhw):+.1f} to {100 * (lm + lhw):+.1f})", "", "", "",
+              "what any tool recording spans pays here")
         m, hw = mean_ci(ratios["tracer"])
         pct, lo, hi = 100 * (m - 1), 100 * (m - 1 - hw), 100 * (m - 1 + hw)
+        om, ohw = mean_ci([t - f for t, f in zip(ratios["tracer"], ratios["floor"])])
         own_s = (f"; tracer's own account {min(own):.1f}-{max(own):.1f}%" if own else "")
+        verdict = ("met" if hi <= 3 and hw <= 0.01 else
+                   ("NOT met (not resolved to 1%)" if hw > 0.01 else "NOT met"))
+        # issue 31: within 0.5 points of the floor, which no tool recording spans can be when
+        # the least span program alone is further
+        verdict += "; 0.5 points over the floor: " + (
+            "met" if om + ohw <= 0.005 else
+            f"NOT met, the least span program alone is {100 * lm:+.1f}" if lm > 0.005 else
+            "NOT met")
         b.row(SEC, f"CPU time with the default packs, {what}: {rounds} interleaved rounds of "
               f"{SECONDS} s of video",
               f"{pct:+.1f}% (95% CI {lo:+.1f}% to {hi:+.1f}%){own_s}; "
-              f"{100 * (m - fm):+.1f} points over the floor",
+              f"{100 * om:+.1f} points over the floor (95% CI {100 * (om - ohw):+.1f} to "
+              f"{100 * (om + ohw):+.1f}), {100 * (m - fm - lm):+.1f} over the least "
+              f"span program",
               f"untraced {b.med(base):.2f} s CPU (runs {min(base):.2f}-{max(base):.2f})",
-              f"x{m:.3f} +- {hw:.3f}", "<= 3%, CI within +-1%",
-              "met" if hi <= 3 and hw <= 0.01 else
-              ("NOT met (not resolved to 1%)" if hw > 0.01 else "NOT met"))
+              f"x{m:.3f} +- {hw:.3f}", "<= 3%, CI within +-1%; within 0.5 points of the floor",
+              verdict)

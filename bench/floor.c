@@ -7,7 +7,7 @@
  * /sys/kernel/rcu_expedited meanwhile, as tracer does (record/expedite.c).
  *
  * Usage: floor -p PID {-f FUNC[,FUNC...] | -o OFF[,OFF...] | -u OFF[,OFF...]} [-x OBJECT]
- *              [-e] [-c] [-k] [-t]
+ *              [-e] [-c] [-k | -s] [-t]
  *   -x OBJECT  the ELF file the functions are in (default /proc/PID/exe)
  *   -o OFF,..  functions by file offset (decimal or 0x), as -f: the sites tracer chose, from
  *              a trace's metadata (bench/frameworks.py)
@@ -20,7 +20,10 @@
  *              without uprobe_multi (record/probe_events.c)
  *   -e         entry probes only
  *   -c         count hits (turns on the kernel's BPF run-time statistics, which cost a little)
- *   -k         programs that read the clock once each: the least any span costs
+ *   -k         programs that read the clock once each: the time stamps any span needs
+ *   -s         the least span program (least_span.bpf.c): a clock read and the thread's task
+ *              storage at each end, one ring record at the return, the ring read every 10 ms;
+ *              prints "spans N" (the records read) on stdout at the end
  * Prints "floor: attached N probes (MECHANISM)" on stderr, runs until SIGINT/SIGTERM or the
  * target exits, and with -c prints "entry_hits N return_hits M" on stdout. */
 #include "record/attach.h"
@@ -29,8 +32,10 @@
 #include "record/overhead.h"
 #include "record/probe_events.h"
 #include "util/util.h"
+#include "least_span.skel.h"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -106,25 +111,77 @@ static int parse_offsets(char *list, uint64_t **offsets, size_t *cnt)
 	return 0;
 }
 
+static uint64_t nspans;
+
+static int count_span(void *ctx, void *data, size_t size)
+{
+	nspans++;
+	return 0;
+}
+
+#define RING_BYTES (8u << 20) /* a CPU's: tracer's default for all of them, at least */
+
+/* -s: the least span program loaded, its two programs in e (duplicates: the skeleton closes
+ * its own), its rings made, one a CPU, and a reader of them. */
+static int least_span_open(struct least_span_bpf **skel, struct ring_buffer **rb,
+			   struct empty_probes *e, bool multi)
+{
+	int ncpu = libbpf_num_possible_cpus(), err;
+
+	*skel = least_span_bpf__open();
+	if (!*skel || ncpu <= 0)
+		return *skel ? ncpu : -errno;
+	bpf_map__set_max_entries((*skel)->maps.rings, ncpu);
+	if (multi) {
+		bpf_program__set_expected_attach_type((*skel)->progs.least_enter,
+						      TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type((*skel)->progs.least_exit,
+						      TRACE_UPROBE_MULTI);
+	}
+	err = least_span_bpf__load(*skel);
+	if (err)
+		return err;
+	e->multi = multi;
+	e->prog_fd[0] = dup(bpf_program__fd((*skel)->progs.least_enter));
+	e->prog_fd[1] = dup(bpf_program__fd((*skel)->progs.least_exit));
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, NULL, 0, 0, RING_BYTES, NULL);
+
+		if (fd < 0 || bpf_map_update_elem(bpf_map__fd((*skel)->maps.rings), &cpu, &fd, 0))
+			return -errno;
+		if (!*rb)
+			*rb = ring_buffer__new(fd, count_span, NULL, NULL);
+		else if (ring_buffer__add(*rb, fd, count_span, NULL))
+			return -errno;
+		if (!*rb)
+			return -errno;
+		close(fd); /* the outer map and the reader hold it */
+	}
+	return 0;
+}
+
 #define USAGE "usage: floor -p PID {-f FUNC[,FUNC...] | -o OFF[,...] | -u OFF[,...]} " \
-	      "[-x OBJECT] [-a] [-e] [-c] [-k] [-t]\n"
+	      "[-x OBJECT] [-a] [-e] [-c] [-k | -s] [-t]\n"
 
 int main(int argc, char **argv)
 {
 	char exe[64], *funcs = NULL, *func_offsets = NULL, *plain = NULL;
 	const char *path = NULL;
 	bool entry_only = false, count = false, clock = false, tracefs = false, all = false;
+	bool least = false;
+	struct least_span_bpf *skel = NULL;
+	struct ring_buffer *rb = NULL;
 	struct probe_event tev[2] = { { .link_fd = -1 }, { .link_fd = -1 } };
 	char real[PATH_MAX];
 	struct empty_probes e = { .prog_fd = { -1, -1 } };
 	struct expedite x = { 0 };
 	uint64_t *offsets = NULL, *plain_offsets = NULL, runs[2] = { 0, 0 }, ns;
-	int pid = 0, opt, err, stats_fd = -1, pidfd = -1, sigfd;
+	int pid = 0, opt, err, stats_fd = -1, pidfd = -1, sigfd, n;
 	struct pollfd pfd[2];
 	size_t cnt = 0, nplain = 0;
 	sigset_t mask;
 
-	while ((opt = getopt(argc, argv, "p:f:o:u:x:aeckt")) != -1) {
+	while ((opt = getopt(argc, argv, "p:f:o:u:x:aeckst")) != -1) {
 		switch (opt) {
 		case 'p':
 			pid = atoi(optarg);
@@ -153,6 +210,9 @@ int main(int argc, char **argv)
 		case 'k':
 			clock = true;
 			break;
+		case 's':
+			least = true;
+			break;
 		case 't':
 			tracefs = true;
 			break;
@@ -161,7 +221,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (pid <= 0 || (!funcs && !func_offsets && !plain) || ((plain || all) && tracefs)) {
+	if (pid <= 0 || (!funcs && !func_offsets && !plain) || ((plain || all) && tracefs) ||
+	    (clock && least)) {
 		fprintf(stderr, USAGE);
 		return 2;
 	}
@@ -190,8 +251,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "floor: cannot resolve %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	err = clock ? empty_probes__open_clock(&e, !tracefs && attach__multi_supported())
-		    : empty_probes__open(&e, !tracefs && attach__multi_supported());
+	err = least   ? least_span_open(&skel, &rb, &e, !tracefs && attach__multi_supported())
+	      : clock ? empty_probes__open_clock(&e, !tracefs && attach__multi_supported())
+		      : empty_probes__open(&e, !tracefs && attach__multi_supported());
 	if (!err && all && !e.multi) {
 		fprintf(stderr, "floor: -a needs uprobe_multi (kernel 6.6 on)\n");
 		empty_probes__close(&e);
@@ -220,8 +282,13 @@ int main(int argc, char **argv)
 								    : "uprobe per function");
 	pfd[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
-	while (poll(pfd, 2, -1) < 0 && errno == EINTR)
-		;
+	/* (the ring, without a wake-up a record, is read every 10 ms) */
+	while ((n = poll(pfd, 2, rb ? 10 : -1)) <= 0) {
+		if (rb)
+			ring_buffer__consume(rb);
+		if (n < 0 && errno != EINTR)
+			break;
+	}
 	if (count) {
 		overhead__prog_stats(e.prog_fd[0], &runs[0], &ns);
 		overhead__prog_stats(e.prog_fd[1], &runs[1], &ns);
@@ -235,6 +302,12 @@ int main(int argc, char **argv)
 		tracefs_detach(tev);
 	empty_probes__close(&e);
 	expedite__end(&x);
+	if (rb) {
+		ring_buffer__consume(rb);
+		printf("spans %llu\n", (unsigned long long)nspans);
+	}
+	ring_buffer__free(rb);
+	least_span_bpf__destroy(skel);
 	free(offsets);
 	free(plain_offsets);
 	return 0;

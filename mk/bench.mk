@@ -28,9 +28,21 @@ $(BENCH_OUT)/many_funcs: bench/many_funcs.c | $(BENCH_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -Wall -Wextra $< -o $@
 
+# floor -s: the least span program (bench/least_span.bpf.c), through a skeleton of its own.
+$(BENCH_OUT)/least_span.bpf.o: bench/least_span.bpf.c $(OUTPUT)/vmlinux.h | $(BENCH_OUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH_OUT)/least_span.skel.h: $(BENCH_OUT)/least_span.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name least_span_bpf > $@
+
+$(BENCH_OUT)/floor: $(BENCH_OUT)/least_span.skel.h
+
 $(BENCH_OUT)/%: bench/%.c $(LIB_OBJS) | $(BENCH_OUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(filter %.c %.o,$^) $(PKG_LIBS) $(TRACER_LIBS) -lm -o $@
+	$(Q)$(CC) $(CPPFLAGS) -I$(BENCH_OUT) $(CFLAGS) $(filter %.c %.o,$^) $(PKG_LIBS) $(TRACER_LIBS) \
+		-lm -o $@
 
 bench-tools: $(BENCH_TOOLS)
 

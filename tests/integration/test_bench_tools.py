@@ -1,7 +1,8 @@
 """What `make bench` relies on, checked for correctness (never for speed): the loop target's
-probed functions start with the instructions their names promise, the empty-program floor and
-tracer count exactly the calls the target made, with nothing lost at a moderate rate, the writer
-benchmark writes a valid trace, and the harness reads metadata as a JSON parser does."""
+probed functions start with the instructions their names promise, the empty-program floor, the
+least span program and tracer count exactly the calls the target made, with nothing lost at a
+moderate rate, the writer benchmark writes a valid trace, and the harness reads metadata as a
+JSON parser does."""
 import importlib.util
 import os
 import signal
@@ -66,9 +67,9 @@ def test_loop_first_instructions(tmp):
         assert loop.run() == 1
 
 
-def run_floor(env=None):
+def run_floor(env=None, mode="-c"):
     loop = Loop("-f", "bench_push", "-t", 2, "-n", 20000)
-    floor = subprocess.Popen([bench_tool("floor"), "-p", str(loop.pid), "-f", "bench_push", "-c"],
+    floor = subprocess.Popen([bench_tool("floor"), "-p", str(loop.pid), "-f", "bench_push", mode],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=dict(os.environ, **env) if env else None)
     lib._procs.append(floor)
@@ -91,6 +92,14 @@ def test_floor_counts_every_call_perf_uprobes(tmp):
     line, w = run_floor({"TRACER_NO_UPROBE_MULTI": "1"})
     assert "uprobe per function" in line, line
     assert w == ["entry_hits", "40000", "return_hits", "40000"], w
+
+
+def test_least_span_program_records_every_call(tmp):
+    """floor -s, the least span program: a record in its ring for each call of both threads,
+    all read (rows 1 and 6 measure tracer against it)."""
+    line, w = run_floor(mode="-s")
+    assert "uprobe_multi" in line, line
+    assert w == ["spans", "40000"], w
 
 
 def test_floor_on_the_sites_tracer_attached(tmp):

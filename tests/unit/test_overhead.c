@@ -44,6 +44,7 @@ static void test_accounting(void)
 {
 	const int calls = 1000, me = getpid();
 	const uint64_t split[INSN_CLASS_MAX] = { [INSN_EMULATED] = 750, [INSN_STEPPED] = 250 };
+	int fds[SPAN_PROGS] = { -1, -1, -1 };
 	struct empty_probes e;
 	struct overhead o;
 	uint64_t offset = 0;
@@ -78,7 +79,9 @@ static void test_accounting(void)
 		x = unit_site(x);
 	CHECK(x == calls);
 	empty_probes__detach(&e);
-	overhead__finish(&o, e.prog_fd[0], e.prog_fd[1], NULL, 0, split, calls);
+	fds[SPAN_PROG_ENTRY] = e.prog_fd[0];
+	fds[SPAN_PROG_RETURN] = e.prog_fd[1];
+	overhead__finish(&o, fds, NULL, 0, split, 0, calls);
 	empty_probes__close(&e);
 
 	CHECK(o.done);
@@ -86,7 +89,10 @@ static void test_accounting(void)
 	/* no overhead__sample() call closed the first window: every run was counted */
 	CHECK(o.sampled_runs == 2 * (uint64_t)calls);
 	CHECK(o.stats_on_ns > 0);
-	CHECK(o.span_bpf_ns > 0);
+	/* an empty program's measured run time is the statistics' own clock reads: charged
+	 * less them, next to nothing (half of what they measured at most) */
+	CHECK(o.cal.stats_ns > 0);
+	CHECK(o.span_bpf_ns >= 0 && o.span_bpf_ns < calls * o.cal.stats_ns);
 	CHECK(o.entry_hits[INSN_EMULATED] + o.entry_hits[INSN_OPTIMIZED] +
 		      o.entry_hits[INSN_STEPPED] == (uint64_t)calls);
 	CHECK(o.entry_hits[INSN_EMULATED] == 750);
@@ -122,33 +128,43 @@ static void test_accounting(void)
 }
 
 /* The mean run time of the span programs comes from the statistics windows, less the windows
- * a preemption inflated: three windows at 200 ns a run (entries) and 100 ns (returns), and one
- * where a run waited 5 ms for a CPU; windows as the event loop records them. */
+ * a preemption inflated, less what the statistics add to a run: three windows at 200 ns a run
+ * (entries), 100 ns (returns) and 150 ns (exits: the exit program, where a function is probed
+ * at its exits), and one where an entry waited 5 ms for a CPU; windows as the event loop
+ * records them. The statistics add 40 ns a run. */
 static void test_preempted_window(void)
 {
 	const uint64_t calls[INSN_CLASS_MAX] = { [INSN_EMULATED] = 1000 };
 	const int me = getpid();
+	int fds[SPAN_PROGS];
 	struct empty_probes e;
 	struct overhead o;
 	cJSON *meta, *j;
 
 	CHECK(overhead__start(&o, &me, 1, attach__multi_supported()) == 0);
 	CHECK(empty_probes__open(&e, o.multi) == 0);
-	overhead__watch(&o, e.prog_fd[0], e.prog_fd[1]);
+	fds[SPAN_PROG_ENTRY] = fds[SPAN_PROG_EXIT] = e.prog_fd[0];
+	fds[SPAN_PROG_RETURN] = e.prog_fd[1];
+	overhead__watch(&o, fds);
+	o.cal.stats_ns = 40;
 	free(o.win);
 	o.win = calloc(4, sizeof(*o.win));
 	o.nwin = 4;
 	for (int k = 0; k < 4; k++) {
-		o.win[k].runs[0] = o.win[k].runs[1] = 100;
-		o.win[k].ns[0] = 100 * 200;
-		o.win[k].ns[1] = 100 * 100;
+		o.win[k].runs[SPAN_PROG_ENTRY] = o.win[k].runs[SPAN_PROG_RETURN] = 100;
+		o.win[k].ns[SPAN_PROG_ENTRY] = 100 * 200;
+		o.win[k].ns[SPAN_PROG_RETURN] = 100 * 100;
+		o.win[k].runs[SPAN_PROG_EXIT] = 25;
+		o.win[k].ns[SPAN_PROG_EXIT] = 25 * 150;
 	}
-	o.win[2].ns[0] += 5000000;
-	overhead__finish(&o, e.prog_fd[0], e.prog_fd[1], NULL, 0, calls, 1000);
+	o.win[2].ns[SPAN_PROG_ENTRY] += 5000000;
+	/* 1000 entry hits, 200 of them at exits; 800 returns */
+	overhead__finish(&o, fds, NULL, 0, calls, 200, 800);
 	CHECK(o.windows_dropped == 1);
-	CHECK(o.sampled_runs == 300 + 400);
-	CHECK(o.span_bpf_ns > 1000 * 200.0 + 1000 * 100.0 - 1 &&
-	      o.span_bpf_ns < 1000 * 200.0 + 1000 * 100.0 + 1);
+	CHECK(o.sampled_runs == 300 + 400 + 100);
+	CHECK(o.exit_hits == 200);
+	CHECK(o.span_bpf_ns > 800 * 160.0 + 200 * 110.0 + 800 * 60.0 - 1 &&
+	      o.span_bpf_ns < 800 * 160.0 + 200 * 110.0 + 800 * 60.0 + 1);
 	meta = cJSON_CreateObject();
 	overhead__add_json(&o, meta);
 	j = cJSON_GetObjectItem(meta, "overhead");

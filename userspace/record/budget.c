@@ -38,18 +38,22 @@ static void grow(struct budget *b, size_t n)
 	b->n = n;
 }
 
-/* Mean run time of one of tracer's programs per run, from the statistics windows so far. */
-static double prog_ns(int fd)
+/* Mean run time of one of tracer's programs per run, from the statistics windows so far,
+ * less what the statistics add to it. */
+static double prog_ns(const struct overhead *o, int fd)
 {
 	uint64_t runs = 0, ns = 0;
+	double mean;
 
 	if (overhead__prog_stats(fd, &runs, &ns) || !runs)
 		return DEFAULT_BPF_NS / 2;
-	return (double)ns / runs;
+	mean = (double)ns / runs - o->cal.stats_ns;
+	return mean > 0 ? mean : 0;
 }
 
-/* One call of probe id: its entry trap, its return trap, both programs. */
-static double hit_ns(struct recording *r, uint32_t id, double enter_ns, double exit_ns)
+/* One call of probe id: its entry trap, its return trap, both programs (prog: the span
+ * programs' means, by enum span_prog). */
+static double hit_ns(struct recording *r, uint32_t id, const double prog[SPAN_PROGS])
 {
 	const struct overhead *o = &r->overhead;
 	struct budget *b = &r->budget;
@@ -64,10 +68,11 @@ static double hit_ns(struct recording *r, uint32_t id, double enter_ns, double e
 
 	/* a return probe, or a probe on the function's own exits (probe/resolve.h) */
 	if (ret && p->nexits)
-		trap += (o->cal.ok ? o->cal.entry_ns : default_entry_ns)[p->exits_cls] + exit_ns;
+		trap += (o->cal.ok ? o->cal.entry_ns : default_entry_ns)[p->exits_cls] +
+			prog[SPAN_PROG_EXIT];
 	else if (ret)
-		trap += (o->cal.ok ? o->cal.return_ns : DEFAULT_RETURN_NS) + exit_ns;
-	return trap + enter_ns;
+		trap += (o->cal.ok ? o->cal.return_ns : DEFAULT_RETURN_NS) + prog[SPAN_PROG_RETURN];
+	return trap + prog[SPAN_PROG_ENTRY];
 }
 
 static uint64_t targets_cpu(const struct overhead *o)
@@ -161,7 +166,8 @@ void budget__check(struct recording *r, uint64_t now)
 	struct budget *b = &r->budget;
 	size_t n = r->tracked.probes.cnt;
 	uint64_t cpu, dcpu;
-	double enter_ns, exit_ns, total = 0;
+	double prog[SPAN_PROGS], total = 0;
+	int fds[SPAN_PROGS];
 	struct cost *c;
 	size_t nc = 0;
 
@@ -177,8 +183,9 @@ void budget__check(struct recording *r, uint64_t now)
 		return;
 	}
 	dcpu = cpu > b->last_cpu ? cpu - b->last_cpu : 0;
-	enter_ns = prog_ns(bpf_program__fd(r->skel->progs.span_enter));
-	exit_ns = prog_ns(bpf_program__fd(r->skel->progs.span_exit));
+	recording__span_prog_fds(r, fds);
+	for (int i = 0; i < SPAN_PROGS; i++)
+		prog[i] = prog_ns(&r->overhead, fds[i]);
 	c = xcalloc(n + 1, sizeof(*c));
 	for (size_t id = 0; id < n && id < r->ncalls; id++) {
 		uint64_t d = r->calls_per_probe[id] - b->last_calls[id];
@@ -186,7 +193,7 @@ void budget__check(struct recording *r, uint64_t now)
 		b->last_calls[id] = r->calls_per_probe[id];
 		if (!d || b->shed[id])
 			continue;
-		c[nc] = (struct cost){ id, d * hit_ns(r, id, enter_ns, exit_ns) };
+		c[nc] = (struct cost){ id, d * hit_ns(r, id, prog) };
 		total += c[nc++].ns;
 	}
 	/* a share of a mostly idle target is not worth a function: less than 1% of a CPU is

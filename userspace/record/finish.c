@@ -394,9 +394,9 @@ enum insn_class recording__probe_class(const struct recording *r, const struct p
 /* BPF run time of tracer's programs, the trap time of the hits, and the targets' CPU time. */
 static void finish_overhead(struct recording *r)
 {
-	uint64_t calls[INSN_CLASS_MAX] = { 0 }, c[CNT_MAX];
+	uint64_t calls[INSN_CLASS_MAX] = { 0 }, c[CNT_MAX], exits = 0;
 	struct bpf_program *prog;
-	int other[16];
+	int other[16], fds[SPAN_PROGS];
 	size_t nother = 0;
 
 	uint64_t short_waits;
@@ -410,8 +410,10 @@ static void finish_overhead(struct recording *r)
 			continue;
 		calls[recording__probe_class(r, p)] += r->calls_per_probe[i];
 		/* its exits are plain probes too: charged as such (an exception reaches none) */
-		if (p->nexits)
+		if (p->nexits) {
 			calls[p->exits_cls] += r->calls_per_probe[i];
+			exits += r->calls_per_probe[i];
+		}
 	}
 	/* the interpreter's short waits were hit (entry and return) but left no span: charged at
 	 * the site of the first such probe */
@@ -423,15 +425,15 @@ static void finish_overhead(struct recording *r)
 	bpf_object__for_each_program(prog, r->skel->obj) {
 		/* the Python reads on ticks and switches are counted by BPF itself (below) */
 		if (prog == r->skel->progs.span_enter || prog == r->skel->progs.span_exit ||
+		    prog == r->skel->progs.span_exit_at ||
 		    prog == r->skel->progs.py_on_tick || prog == r->skel->progs.py_on_switch ||
 		    prog == r->skel->progs.open_calls || /* run by tracer at the stop */
 		    bpf_program__fd(prog) < 0 || nother == sizeof(other) / sizeof(other[0]))
 			continue;
 		other[nother++] = bpf_program__fd(prog);
 	}
-	overhead__finish(&r->overhead, bpf_program__fd(r->skel->progs.span_enter),
-			 bpf_program__fd(r->skel->progs.span_exit), other, nother, calls,
-			 r->returns + short_waits);
+	recording__span_prog_fds(r, fds);
+	overhead__finish(&r->overhead, fds, other, nother, calls, exits, r->returns + short_waits);
 	recording__read_counters(r, c);
 	r->overhead.python_ns = c[CNT_PY_NS] - c[CNT_PY_PROBE_NS];
 }

@@ -56,7 +56,8 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 	memset(o, 0, sizeof(*o));
 	o->started = true;
 	o->multi = multi;
-	o->span_fd[0] = o->span_fd[1] = -1;
+	for (int i = 0; i < SPAN_PROGS; i++)
+		o->span_fd[i] = -1;
 	o->start = now_ns();
 	o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (o->stats_fd < 0) {
@@ -71,11 +72,12 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 	else
 		pr_debug("trap cost per hit: emulated %.0f ns, optimized %.0f ns, single-stepped "
 			 "%.0f ns, return %.0f ns; out of the caches +%.0f ns an entry, +%.0f ns a "
-			 "return (a %zu KB sweep: %.1f us) (calibrated in %.1f ms)",
+			 "return (a %zu KB sweep: %.1f us); the statistics add %.0f ns a run "
+			 "(calibrated in %.1f ms)",
 			 o->cal.entry_ns[INSN_EMULATED], o->cal.entry_ns[INSN_OPTIMIZED],
 			 o->cal.entry_ns[INSN_STEPPED], o->cal.return_ns, o->cal.cold_entry_ns,
 			 o->cal.cold_return_ns, o->cal.sweep_bytes >> 10, o->cal.sweep_ns / 1e3,
-			 o->cal.took_ns / 1e6);
+			 o->cal.stats_ns, o->cal.took_ns / 1e6);
 	o->npids = o->nprimary = npids;
 	o->pids = xcalloc(npids, sizeof(int));
 	o->cpu_start = xcalloc(npids, sizeof(uint64_t));
@@ -95,8 +97,9 @@ int overhead__start(struct overhead *o, const int *pids, size_t npids, bool mult
 static void window_edge(struct overhead *o, bool open)
 {
 	struct overhead_window w = { 0 };
+	bool ran = false;
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < SPAN_PROGS; i++) {
 		uint64_t runs = 0, ns = 0;
 
 		if (o->span_fd[i] < 0 || overhead__prog_stats(o->span_fd[i], &runs, &ns))
@@ -104,22 +107,23 @@ static void window_edge(struct overhead *o, bool open)
 		if (!open && runs >= o->win_start[i][0] && ns >= o->win_start[i][1]) {
 			w.runs[i] = runs - o->win_start[i][0];
 			w.ns[i] = ns - o->win_start[i][1];
+			ran |= w.runs[i] > 0;
 		}
 		o->win_start[i][0] = runs;
 		o->win_start[i][1] = ns;
 	}
-	if (open || (!w.runs[0] && !w.runs[1]))
+	if (open || !ran)
 		return;
 	o->win = xrealloc(o->win, o->nwin + 1, sizeof(*o->win));
 	o->win[o->nwin++] = w;
 }
 
-void overhead__watch(struct overhead *o, int entry_fd, int return_fd)
+void overhead__watch(struct overhead *o, const int fds[SPAN_PROGS])
 {
 	if (!o->started)
 		return;
-	o->span_fd[0] = entry_fd;
-	o->span_fd[1] = return_fd;
+	for (int i = 0; i < SPAN_PROGS; i++)
+		o->span_fd[i] = fds[i];
 	if (o->stats_fd >= 0)
 		window_edge(o, true);
 }
@@ -163,7 +167,7 @@ static void sample(struct overhead *o)
 /* Whether a span program ran since the open window began. */
 static bool window_saw_runs(const struct overhead *o)
 {
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < SPAN_PROGS; i++) {
 		uint64_t runs, ns;
 
 		if (o->span_fd[i] >= 0 && !overhead__prog_stats(o->span_fd[i], &runs, &ns) &&
@@ -234,20 +238,40 @@ static double windows_mean(struct overhead *o, int i, uint64_t *runs)
 	return *runs ? ns / *runs : median;
 }
 
-/* Mean run time of a program over the statistics windows; 0 if it never ran in one. */
-static double sampled_mean(int fd, uint64_t *runs, uint64_t *ns)
+/* Mean run time of a program over all the statistics windows (its cumulative figures); -1 if
+ * it never ran in one. */
+static double sampled_mean(int fd, uint64_t *runs)
 {
-	*runs = *ns = 0;
-	if (overhead__prog_stats(fd, runs, ns) || !*runs)
-		return 0;
-	return (double)*ns / *runs;
+	uint64_t ns = 0;
+
+	*runs = 0;
+	if (fd < 0 || overhead__prog_stats(fd, runs, &ns) || !*runs)
+		return -1;
+	return (double)ns / *runs;
 }
 
-void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int *other_fds,
-		      size_t nother, const uint64_t calls[INSN_CLASS_MAX], uint64_t returns)
+/* Mean run time of span program i (enum span_prog), fd, less what the statistics add to
+ * their measure; the runs sampled are added to *sampled. -1: it never ran while they were on. */
+static double prog_mean(struct overhead *o, int i, int fd, uint64_t *sampled)
+{
+	uint64_t runs = 0;
+	double mean = o->span_fd[i] == fd ? windows_mean(o, i, &runs) : -1;
+
+	if (mean < 0) /* not watched, or no window saw it run */
+		mean = sampled_mean(fd, &runs);
+	if (mean < 0)
+		return -1;
+	*sampled += runs;
+	mean -= o->cal.stats_ns;
+	return mean > 0 ? mean : 0;
+}
+
+void overhead__finish(struct overhead *o, const int fds[SPAN_PROGS], const int *other_fds,
+		      size_t nother, const uint64_t calls[INSN_CLASS_MAX], uint64_t exits,
+		      uint64_t returns)
 {
 	uint64_t runs, ns, entries = 0, now = now_ns();
-	double entry_mean, return_mean;
+	double mean[SPAN_PROGS];
 
 	if (!o->started || o->done)
 		return;
@@ -259,23 +283,26 @@ void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int
 		o->entry_hits[c] = calls[c];
 		entries += calls[c];
 	}
+	o->exit_hits = exits < entries ? exits : entries;
 	o->return_hits = returns;
-	entry_mean = windows_mean(o, 0, &runs);
-	if (entry_mean < 0 || o->span_fd[0] != entry_fd)
-		entry_mean = sampled_mean(entry_fd, &runs, &ns);
-	o->sampled_runs = runs;
-	return_mean = windows_mean(o, 1, &runs);
-	if (return_mean < 0 || o->span_fd[1] != return_fd)
-		return_mean = sampled_mean(return_fd, &runs, &ns);
-	o->sampled_runs += runs;
+	o->sampled_runs = 0;
+	for (int i = 0; i < SPAN_PROGS; i++)
+		mean[i] = prog_mean(o, i, fds[i], &o->sampled_runs);
+	/* an exit program never measured: its work is a return's (end_call) */
+	if (mean[SPAN_PROG_EXIT] < 0)
+		mean[SPAN_PROG_EXIT] = mean[SPAN_PROG_RETURN];
+	for (int i = 0; i < SPAN_PROGS; i++)
+		mean[i] = mean[i] < 0 ? 0 : mean[i];
 	o->span_bpf_runs = entries + returns;
-	o->span_bpf_ns = entry_mean * entries + return_mean * returns;
+	o->span_bpf_ns = mean[SPAN_PROG_ENTRY] * (entries - o->exit_hits) +
+			 mean[SPAN_PROG_EXIT] * o->exit_hits + mean[SPAN_PROG_RETURN] * returns;
 	/* scheduler programs run on every task: their runs scale with time, not with calls */
 	for (size_t i = 0; i < nother && o->stats_on_ns; i++)
 		if (!overhead__prog_stats(other_fds[i], &runs, &ns)) {
-			double scale = (double)(now - o->start) / o->stats_on_ns;
+			double scale = (double)(now - o->start) / o->stats_on_ns, own = ns;
 
-			o->other_bpf_ns += ns * scale;
+			own -= runs * o->cal.stats_ns;
+			o->other_bpf_ns += (own > 0 ? own : 0) * scale;
 			o->other_bpf_runs += runs * scale;
 		}
 	o->target_cpu_ns = 0;
@@ -387,6 +414,7 @@ void overhead__add_json(const struct overhead *o, struct cJSON *meta)
 	for (int k = 0; k < INSN_CLASS_MAX; k++)
 		cJSON_AddNumberToObject(h, insn_class__name(k), o->entry_hits[k]);
 	cJSON_AddNumberToObject(j, "return_hits", o->return_hits);
+	cJSON_AddNumberToObject(j, "exit_hits", o->exit_hits);
 	c = cJSON_AddObjectToObject(j, "calibration");
 	cJSON_AddBoolToObject(c, "ok", o->cal.ok);
 	cJSON_AddStringToObject(c, "attach", o->multi ? "uprobe_multi" : "uprobe");
@@ -402,6 +430,7 @@ void overhead__add_json(const struct overhead *o, struct cJSON *meta)
 		cJSON_AddNumberToObject(c, "cold_return_ns", (uint64_t)(o->cal.cold_return_ns + 0.5));
 		cJSON_AddNumberToObject(c, "sweep_ns", (uint64_t)(o->cal.sweep_ns + 0.5));
 		cJSON_AddNumberToObject(c, "sweep_bytes", o->cal.sweep_bytes);
+		cJSON_AddNumberToObject(c, "stats_ns", (uint64_t)(o->cal.stats_ns + 0.5));
 	}
 	cJSON_AddBoolToObject(j, "traps_cold", o->cold);
 	cJSON_AddNumberToObject(c, "took_ns", o->cal.took_ns);

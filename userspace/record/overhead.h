@@ -33,6 +33,9 @@ struct overhead_cal {
 	 * measured). */
 	double cold_entry_ns, cold_return_ns, sweep_ns;
 	size_t sweep_bytes;
+	/* What the run-time statistics add to a program's run time as they measure it (their
+	 * clock reads): taken off the span programs' means, measured with them on */
+	double stats_ns;
 	uint64_t took_ns;		 /* how long calibrating took */
 	bool ok;
 };
@@ -46,19 +49,24 @@ struct empty_probes {
 	bool multi;
 };
 
+/* tracer's programs that run at the probe hits: at entries (span_enter), at returns
+ * (span_exit), and at the exits of functions probed there (span_exit_at, where C++ exceptions
+ * pass: it reads no Python stack, and costs a fraction of an entry) */
+enum span_prog { SPAN_PROG_ENTRY, SPAN_PROG_RETURN, SPAN_PROG_EXIT, SPAN_PROGS };
+
 struct overhead {
 	bool started;
 	int stats_fd; /* BPF_STATS_RUN_TIME is on while this is open: a window */
 	uint64_t start, stats_since; /* when the current window started, or the last ended */
 	uint64_t stats_on_ns;	     /* windows so far */
-	/* The span programs (entry, return; -1: unknown) and their runs and run time in each
+	/* The span programs (enum span_prog; -1: unknown) and their runs and run time in each
 	 * window: a run the scheduler preempts (uprobe programs run preemptible) counts the time
 	 * the thread waited, milliseconds on a busy machine, and one such run among the few
 	 * hundred of a window made the mean many times too high: such windows are left out. */
-	int span_fd[2];
-	uint64_t win_start[2][2]; /* [program][runs, ns] when the window opened */
+	int span_fd[SPAN_PROGS];
+	uint64_t win_start[SPAN_PROGS][2]; /* [program][runs, ns] when the window opened */
 	struct overhead_window {
-		uint64_t runs[2], ns[2];
+		uint64_t runs[SPAN_PROGS], ns[SPAN_PROGS];
 	} *win;
 	size_t nwin;
 	uint64_t windows_dropped; /* windows left out of the mean as preempted */
@@ -74,6 +82,7 @@ struct overhead {
 	uint64_t span_bpf_runs, sampled_runs;
 	double other_bpf_ns, other_bpf_runs; /* scheduler programs: on every task, system-wide */
 	uint64_t entry_hits[INSN_CLASS_MAX], return_hits;
+	uint64_t exit_hits; /* of the entry hits, those at functions' exits (span_exit_at) */
 	double trap_entry_ns, trap_return_ns;
 	bool cold; /* the targets ran long enough a call to have evicted the trap path */
 	uint64_t target_cpu_ns;
@@ -92,9 +101,9 @@ int overhead_cal__measure(struct overhead_cal *cal, bool multi);
  * -errno (the statistics cannot be enabled). */
 int overhead__start(struct overhead *o, const int *pids, size_t npids, bool multi);
 
-/* The span programs, whose mean run time is measured window by window (call before
- * recording starts; without it their statistics are read at the end only). */
-void overhead__watch(struct overhead *o, int entry_fd, int return_fd);
+/* The span programs (fds by enum span_prog), whose mean run time is measured window by window
+ * (call before recording starts; without it their statistics are read at the end only). */
+void overhead__watch(struct overhead *o, const int fds[SPAN_PROGS]);
 
 /* A process traced since (--follow): its CPU time counts with the targets', in the share and
  * in the budget. born: forked during the recording, so all of its CPU time is (else from now). */
@@ -104,12 +113,13 @@ void overhead__add_pid(struct overhead *o, int pid, bool born);
  * and opens and closes the statistics windows. Call it from the event loop, every 10 ms or so. */
 void overhead__sample(struct overhead *o);
 
-/* Turns the statistics off and computes the totals from the programs' mean run times
- * (entry_fd: the uprobe program, return_fd: the uretprobe program, other_fds: the rest),
- * calls[c]: the calls recorded of functions of each class (the entry hits), and returns: the
- * return hits. */
-void overhead__finish(struct overhead *o, int entry_fd, int return_fd, const int *other_fds,
-		      size_t nother, const uint64_t calls[INSN_CLASS_MAX], uint64_t returns);
+/* Turns the statistics off and computes the totals from the programs' mean run times (fds:
+ * the span programs by enum span_prog, other_fds: the rest), calls[c]: the entry hits on sites
+ * of each class (the calls recorded, and the hits at functions' exits), exits: how many of
+ * them were at exits, and returns: the return hits. */
+void overhead__finish(struct overhead *o, const int fds[SPAN_PROGS], const int *other_fds,
+		      size_t nother, const uint64_t calls[INSN_CLASS_MAX], uint64_t exits,
+		      uint64_t returns);
 
 /* Sets the trap time from the hits, the calibration and the targets' CPU time (done by
  * overhead__finish; apart for the tests, on recorded numbers). */

@@ -102,6 +102,8 @@ int recording__attach_sched(struct recording *r);
 int recording__open_output(struct recording *r);
 void recording__add_existing_threads(struct recording *r);
 void recording__start_overhead(struct recording *r);
+/* The span programs' descriptors, by enum span_prog (overhead.h). */
+void recording__span_prog_fds(const struct recording *r, int fds[SPAN_PROGS]);
 
 /* follow.c */
 int recording__launch(struct recording *r);

@@ -485,6 +485,13 @@ void recording__add_existing_threads(struct recording *r)
 	}
 }
 
+void recording__span_prog_fds(const struct recording *r, int fds[SPAN_PROGS])
+{
+	fds[SPAN_PROG_ENTRY] = bpf_program__fd(r->skel->progs.span_enter);
+	fds[SPAN_PROG_RETURN] = bpf_program__fd(r->skel->progs.span_exit);
+	fds[SPAN_PROG_EXIT] = bpf_program__fd(r->skel->progs.span_exit_at);
+}
+
 /* The statistics are on only while recording; calibrating takes about 20 ms. A failure only
  * means the summary cannot say what tracing cost. */
 void recording__start_overhead(struct recording *r)
@@ -493,9 +500,11 @@ void recording__start_overhead(struct recording *r)
 
 	for (size_t i = 0; i < r->primary; i++)
 		pids[i] = r->tracked.targets[i].pid;
+	int fds[SPAN_PROGS];
+
 	err = overhead__start(&r->overhead, pids, r->primary, r->multi);
-	overhead__watch(&r->overhead, bpf_program__fd(r->skel->progs.span_enter),
-			bpf_program__fd(r->skel->progs.span_exit));
+	recording__span_prog_fds(r, fds);
+	overhead__watch(&r->overhead, fds);
 	if (err)
 		pr_warn("cannot turn on the BPF run-time statistics: %s; the summary will not say "
 			"what tracing cost", strerror(-err));
