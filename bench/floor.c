@@ -128,9 +128,11 @@ static int least_span_open(struct least_span_bpf **skel, struct ring_buffer **rb
 {
 	int ncpu = libbpf_num_possible_cpus(), err;
 
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
 	*skel = least_span_bpf__open();
-	if (!*skel || ncpu <= 0)
-		return *skel ? ncpu : -errno;
+	if (!*skel)
+		return -errno;
 	bpf_map__set_max_entries((*skel)->maps.rings, ncpu);
 	if (multi) {
 		bpf_program__set_expected_attach_type((*skel)->progs.least_enter,

@@ -54,9 +54,8 @@ int least_exit(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 *start = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
-	struct least_span *r;
-
 	__u32 cpu = bpf_get_smp_processor_id();
+	struct least_span *r;
 	void *ring;
 
 	if (!start || !(ring = bpf_map_lookup_elem(&rings, &cpu)))

@@ -43,12 +43,10 @@ static void grow(struct budget *b, size_t n)
 static double prog_ns(const struct overhead *o, int fd)
 {
 	uint64_t runs = 0, ns = 0;
-	double mean;
 
 	if (overhead__prog_stats(fd, &runs, &ns) || !runs)
 		return DEFAULT_BPF_NS / 2;
-	mean = (double)ns / runs - o->cal.stats_ns;
-	return mean > 0 ? mean : 0;
+	return overhead__own_ns(o, (double)ns / runs, 1);
 }
 
 /* One call of probe id: its entry trap, its return trap, both programs (prog: the span

@@ -262,8 +262,13 @@ static double prog_mean(struct overhead *o, int i, int fd, uint64_t *sampled)
 	if (mean < 0)
 		return -1;
 	*sampled += runs;
-	mean -= o->cal.stats_ns;
-	return mean > 0 ? mean : 0;
+	return overhead__own_ns(o, mean, 1);
+}
+
+double overhead__own_ns(const struct overhead *o, double ns, double runs)
+{
+	ns -= runs * o->cal.stats_ns;
+	return ns > 0 ? ns : 0;
 }
 
 void overhead__finish(struct overhead *o, const int fds[SPAN_PROGS], const int *other_fds,
@@ -299,10 +304,9 @@ void overhead__finish(struct overhead *o, const int fds[SPAN_PROGS], const int *
 	/* scheduler programs run on every task: their runs scale with time, not with calls */
 	for (size_t i = 0; i < nother && o->stats_on_ns; i++)
 		if (!overhead__prog_stats(other_fds[i], &runs, &ns)) {
-			double scale = (double)(now - o->start) / o->stats_on_ns, own = ns;
+			double scale = (double)(now - o->start) / o->stats_on_ns;
 
-			own -= runs * o->cal.stats_ns;
-			o->other_bpf_ns += (own > 0 ? own : 0) * scale;
+			o->other_bpf_ns += overhead__own_ns(o, ns, runs) * scale;
 			o->other_bpf_runs += runs * scale;
 		}
 	o->target_cpu_ns = 0;

@@ -3,13 +3,13 @@
  * in tracer's BPF programs plus the time the kernel spends trapping each probe hit, which no
  * statistic counts. The programs' mean run time comes from the kernel's BPF run-time statistics,
  * turned on only while recording and then only a window of every half second (they cost every
- * run of every program two clock reads), the windows a preemption inflated left out; it is
- * multiplied by the calls recorded. The trap cost depends
- * on the probed function's first instruction (insn.h); it is calibrated once at start-up on
- * tracer's own functions with empty BPF programs, hot (a tight loop) and with the trap path out
- * of the caches (a sweep of the L2 before each call: what a program's own work between hits
- * does), and multiplied by the hits. Plus the scheduler programs' runs on the targets' own CPU
- * time, which BPF measures (bpf/sched.bpf.c, charge_target). */
+ * run of every program two clock reads), the windows a preemption inflated left out, less what
+ * the statistics add to each run's measure; it is multiplied by the hits of each program. The
+ * trap cost depends on the probed function's first instruction (insn.h); it is calibrated once
+ * at start-up on tracer's own functions with empty BPF programs, hot (a tight loop) and with
+ * the trap path out of the caches (a sweep of the L2 before each call: what a program's own
+ * work between hits does), and multiplied by the hits. Plus the scheduler programs' runs on
+ * the targets' own CPU time, which BPF measures (bpf/sched.bpf.c, charge_target). */
 #ifndef TRACER_OVERHEAD_H
 #define TRACER_OVERHEAD_H
 
@@ -153,5 +153,8 @@ void empty_probes__detach(struct empty_probes *e);
 void empty_probes__close(struct empty_probes *e);
 /* Runs and run time of a program since it was loaded (while the statistics were on). */
 int overhead__prog_stats(int prog_fd, uint64_t *runs, uint64_t *ns);
+/* ns of run time the statistics measured over runs, less what they add to each (cal.stats_ns):
+ * the programs' own (0 at least). */
+double overhead__own_ns(const struct overhead *o, double ns, double runs);
 
 #endif
