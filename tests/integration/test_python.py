@@ -61,6 +61,18 @@ def back_to_back(calls, tick_ns=1_000_000):
     return sum(b[0] - a[1] < tick_ns for a, b in zip(calls, calls[1:]))
 
 
+def unmatched(logged, traced, t0):
+    """What a failed count says: the logged calls (start, end) no traced span covers the middle
+    of, and the traced spans that cover the middles of several, in ms from t0."""
+    def ms(s, t):
+        return round((s - t0) / 1e6, 3), round((t - t0) / 1e6, 3)
+    spans_ = [(t0 + e["ts"] * 1000, t0 + (e["ts"] + e["dur"]) * 1000) for e in traced]
+    mids = [(s + t) / 2 for s, t in logged]
+    missed = [ms(*c) for c, m in zip(logged, mids) if not any(a <= m <= b for a, b in spans_)]
+    merged = [ms(a, b) for a, b in spans_ if sum(a <= m <= b for m in mids) > 1]
+    return missed, merged
+
+
 def worst_covered(logged, traced, n=3):
     """The n logged calls (start, end) that the traced spans (start, end) cover least, with
     what covers each: a failed total says where its time went."""
@@ -134,7 +146,10 @@ def test_python_stage_functions(tmp, python=PYTHON, minor=11, root=None):
         # followed it back to back
         merge = back_to_back(logged)
         assert len(logged) - merge - 2 <= len(traced) <= len(logged) + 2, \
-            (func, len(traced), len(logged), merge)
+            (func, len(traced), len(logged), merge, (lo - t0) / 1e6, (hi - t0) / 1e6,
+             unmatched(logged, evs, t0),
+             {k: v for k, v in meta.items() if k.startswith("reads")},
+             [l for l in err.splitlines() if "lost" in l or "budget" in l])
         # totals within 5% (issue 27): edges are exact at switches and within a tick (1 ms)
         # elsewhere, and decode_batch's end, preempted by the writer it wakes as it puts its
         # result, is placed at that preemption (not midway to the tick before: 5.6-8.8% short)

@@ -253,6 +253,25 @@ static void test_interpreter_waits(void)
 	read_stack(s, 7, 1800, TICK, 2, (uint64_t[]){ 1, 16, 4, 1 });
 	py_spans__close_all(s, 0, 1900);
 	CHECK((g = find(4, 0)) && g->start >= 1700 && g->end == 1900);
+	/* a thread first read inside a lock wait (its entry read faulted, at startup): woken,
+	 * then preempted at 2960 before the wait returned at 3000. The frames held the wait from
+	 * its start (2000), so they start no later, or the wait would cross them */
+	read_stack(s, 8, 2960, PY_READ_PREEMPT, 2, (uint64_t[]){ 5, 10, 6, 4 });
+	CHECK(py_spans__on_native(s, 1, 8, 2000, 3000, true, &caller) && caller.code == 6);
+	py_spans__close_all(s, 0, 3100);
+	CHECK((g = find(6, 0)) && g->start == 2000 && g->end == 3100);
+	CHECK((g = find(5, 0)) && g->start == 2000);
+	/* nor before what was written on the thread: 8 ends midway to the tick at 3800 (3600),
+	 * 9 starts midway to the next (4000), and a wait from 3500 cannot move it before 3600 */
+	read_stack(s, 9, 3000, TICK, 1, (uint64_t[]){ 7, 1 });
+	read_stack(s, 9, 3400, TICK, 2, (uint64_t[]){ 7, 2, 8, 1 });
+	read_stack(s, 9, 3800, TICK, 1, (uint64_t[]){ 7, 3 });
+	read_stack(s, 9, 4200, TICK, 2, (uint64_t[]){ 7, 4, 9, 1 });
+	CHECK((g = find(8, 0)) && g->end == 3600);
+	CHECK(py_spans__on_native(s, 1, 9, 3500, 4300, true, &caller) && caller.code == 9);
+	py_spans__close_all(s, 0, 4400);
+	CHECK((g = find(9, 0)) && g->start == 3600);
+	CHECK((g = find(7, 0)) && g->start == 3000);
 	py_spans__free(s);
 }
 

@@ -16,6 +16,7 @@ struct py_stack {
 	uint64_t gil_block, gil_start, gil_end;
 	uint64_t gil_woken; /* the waking since gil_block (0: none seen) */
 	uint64_t left;	    /* the last read as it left the CPU */
+	uint64_t closed;    /* the latest end of a frame written: a new one starts no earlier */
 	uint32_t depth;
 	struct py_open v[PY_MAX_FRAMES]; /* outermost first */
 	UT_hash_handle hh;
@@ -81,8 +82,11 @@ static void close_from(struct py_spans *s, struct py_stack *st, uint32_t from, u
 		struct py_open *o = &st->v[--st->depth];
 		uint64_t end = ts < o->min_end ? o->min_end : ts;
 
-		s->ops->span(s->ctx, st->pid, st->tid, o, end < o->start ? o->start : end,
-			     incomplete);
+		if (end < o->start)
+			end = o->start;
+		if (end > st->closed)
+			st->closed = end;
+		s->ops->span(s->ctx, st->pid, st->tid, o, end, incomplete);
 	}
 }
 
@@ -272,6 +276,12 @@ bool py_spans__on_native(struct py_spans *s, int pid, int tid, uint64_t start, u
 	/* a wait inside the interpreter calls no Python code: every frame open holds it */
 	while (k < st->depth && (wait || st->v[k].seen <= start))
 		k++;
+	/* a wait's frames held it from its start, though first read inside it (its entry read
+	 * lost or faulted, a thread read first as it was woken): they start no later, nor before
+	 * what was written on the thread */
+	for (uint32_t i = 0; wait && i < k; i++)
+		if (st->v[i].start > start)
+			st->v[i].start = start > st->closed ? start : st->closed;
 	close_from(s, st, k, end, false);
 	/* the end of a wait inside the interpreter says nothing of when the frames change */
 	if (!wait && end > st->last)

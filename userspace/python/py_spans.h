@@ -15,7 +15,8 @@
  * are the frames open at its entry read (taken at the span's own start time), and they outlive
  * it; frames first seen after its start were called from inside it (a callback into Python),
  * so they are closed no later than its end; and its return is a point where the stack was
- * known, like a read. */
+ * known, like a read. A wait inside the interpreter calls no Python code: every frame open at
+ * its end held it from its start, even one first read inside it. */
 #ifndef TRACER_PY_SPANS_H
 #define TRACER_PY_SPANS_H
 
