@@ -215,11 +215,13 @@ def run(b):
         cm, chw = mean_ci(r["tracer"]["cpu"])
         pm, phw = mean_ci(r["tracer"]["pace"])
         om, ohw = mean_ci(claim)
-        met = cm - 1 <= 0.03 and pm >= 0.97 and abs(om - (cm - 1)) <= 0.02
+        cpu_met = cm - 1 <= 0.03
+        met = cpu_met and pm >= 0.97 and abs(om - (cm - 1)) <= 0.02
         verdict = "met" if met else "NOT met"
-        if not met and fm - 1 > 0.03:
+        # a CPU rise over 3% is put down to what costs as much alone; a pace or a claim is not
+        if not cpu_met and fm - 1 > 0.03:
             verdict = f"NOT met: the floor alone is {100 * (fm - 1):+.1f}%"
-        elif not met and fm + lm - 1 > 0.03:
+        elif not cpu_met and fm + lm - 1 > 0.03:
             verdict = f"NOT met: the least span program alone is {100 * (fm + lm - 1):+.1f}%"
         b.row(SEC, f"{what}: {rounds} interleaved rounds",
               f"CPU {ci_text(cm, chw)}, pace {pm:.3f} (95% CI {pm - phw:.3f} to "
