@@ -272,6 +272,22 @@ static void test_interpreter_waits(void)
 	py_spans__close_all(s, 0, 4400);
 	CHECK((g = find(9, 0)) && g->start == 3600);
 	CHECK((g = find(7, 0)) && g->start == 3000);
+	/* A wait with no Python frame open (C code between two runs of Python: at startup, 3.12
+	 * waits on a lock between site's import and a path hook it runs from C), preempted inside
+	 * it: the read, stamped with its start, finds the stack empty. Switched back in at 5900,
+	 * it returned at 5950: the frames read next started after that, not at the switch in
+	 * (test_python_gil under load: zipimporter.__init__ from the switch in, 4 us before the
+	 * wait's end) */
+	read_stack(s, 10, 5000, TICK, 1, (uint64_t[]){ 11, 1 });
+	read_stack(s, 10, 5600, PY_READ_PREEMPT, 0, NULL);
+	py_spans__switch_in(s, 1, 10, 5900);
+	read_same(s, 10, 5600, PY_READ_WAIT);
+	CHECK(!py_spans__on_native(s, 1, 10, 5600, 5950, true, &caller));
+	read_stack(s, 10, 6000, PY_READ_PREEMPT, 2, (uint64_t[]){ 12, 1, 13, 1 });
+	py_spans__close_all(s, 0, 6100);
+	CHECK((g = find(11, 0)) && g->end <= 5600);
+	CHECK((g = find(12, 0)) && g->start == 5950);
+	CHECK((g = find(13, 0)) && g->start == 5950);
 	py_spans__free(s);
 }
 

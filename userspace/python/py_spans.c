@@ -17,6 +17,7 @@ struct py_stack {
 	uint64_t gil_woken; /* the waking since gil_block (0: none seen) */
 	uint64_t left;	    /* the last read as it left the CPU */
 	uint64_t closed;    /* the latest end of a frame written: a new one starts no earlier */
+	uint64_t returned;  /* the latest end of a native call: a frame new after it started later */
 	uint32_t depth;
 	struct py_open v[PY_MAX_FRAMES]; /* outermost first */
 	UT_hash_handle hh;
@@ -242,6 +243,10 @@ void py_spans__on_read(struct py_spans *s, const struct py_stack_rec *r, size_t 
 	for (uint32_t i = 0; i < st->depth; i++)
 		if (st->v[i].min_end > split && st->v[i].min_end <= r->ts)
 			split = st->v[i].min_end;
+	/* and after one made with no Python frame open (C code between two runs of Python, as
+	 * at startup: a lock wait, then a path hook run from C), which no frame remembers */
+	if (st->returned > split && st->returned <= r->ts)
+		split = st->returned;
 	close_from(s, st, k, split, false);
 	for (uint32_t i = k; i < d; i++) {
 		const struct py_frame *f = &r->frames[d - 1 - i];
@@ -283,6 +288,8 @@ bool py_spans__on_native(struct py_spans *s, int pid, int tid, uint64_t start, u
 		if (st->v[i].start > start)
 			st->v[i].start = start > st->closed ? start : st->closed;
 	close_from(s, st, k, end, false);
+	if (end > st->returned)
+		st->returned = end;
 	/* the end of a wait inside the interpreter says nothing of when the frames change */
 	if (!wait && end > st->last)
 		st->last = end;
